@@ -1,0 +1,9 @@
+//! Tomo's engine: protocol, session coordinator, agent loop, token pipeline, hooks, plugins, profiles,
+//! history. No audio, no UI, no Tauri: usable headless and from any front end.
+
+pub mod hooks;
+pub mod pipeline;
+pub mod plugins;
+pub mod profile;
+pub mod protocol;
+pub mod tools;

@@ -1,0 +1,1 @@
+//! Built-in plugins: `time`, `web_fetch`, `diary`.

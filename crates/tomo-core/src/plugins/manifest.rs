@@ -1,0 +1,94 @@
+//! Plugin manifests: `plugins/<id>/plugin.toml`.
+//!
+//! ```toml
+//! [plugin]
+//! id = "web_fetch"
+//! type = "tool"            # hook | tool | sensor | scheduler
+//! description = "..."
+//!
+//! [tool]                   # optional, tool plugins only
+//! timeout_secs = 15
+//! retries = 1
+//!
+//! [mcp]                    # optional: the tools come from an MCP server over stdio
+//! command = "my-mcp-server"
+//! args = ["--stdio"]
+//! env = { LOG = "warn" }
+//!
+//! [config]                 # defaults; a profile's [plugins.<id>] table overrides them key by key
+//! max_bytes = 200000
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The four kinds of plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PluginKind {
+    /// Lifecycle hooks (before/after turn, after playback).
+    Hook,
+    /// LLM-callable functions.
+    Tool,
+    /// Produces observations (e.g. the screen watcher).
+    Sensor,
+    /// Decides proactive turns (e.g. MoodChat).
+    Scheduler,
+}
+
+/// Execution limits for every tool a plugin provides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolLimits {
+    #[serde(default = "default_tool_timeout_secs")]
+    pub timeout_secs: f64,
+    #[serde(default)]
+    pub retries: u32,
+}
+
+fn default_tool_timeout_secs() -> f64 {
+    10.0
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        Self {
+            timeout_secs: default_tool_timeout_secs(),
+            retries: 0,
+        }
+    }
+}
+
+/// An external MCP server spoken to over its stdin/stdout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Seconds to wait for the server to start and list its tools.
+    #[serde(default = "default_mcp_startup_secs")]
+    pub startup_timeout_secs: f64,
+}
+
+fn default_mcp_startup_secs() -> f64 {
+    15.0
+}
+
+/// A parsed, validated plugin manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginManifest {
+    pub id: String,
+    pub kind: PluginKind,
+    pub description: String,
+    pub tool_limits: ToolLimits,
+    pub mcp: Option<McpServerConfig>,
+    /// Default configuration from the `[config]` table.
+    pub config: toml::Table,
+    /// The `plugin.toml` this came from.
+    pub source: PathBuf,
+}

@@ -1,0 +1,1 @@
+//! Character profiles (`profiles/*.toml`).

@@ -1,0 +1,188 @@
+//! The wire protocol between the engine and any client (CLI, Tauri UI, WebSocket): `Op` in, `Event` out.
+//!
+//! Plain serde types only. Every event a session emits is wrapped in an [`EventEnvelope`] carrying a
+//! per-session, strictly increasing `seq`, so a client that reconnects can ask for what it missed.
+
+use serde::{Deserialize, Serialize};
+
+/// Identifies one turn within a session (user turn or proactive turn).
+pub type TurnId = u64;
+
+/// Operations a client sends to a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    /// A typed (or transcribed) user message that starts a turn.
+    UserText { text: String },
+    /// Cancel the turn in flight: LLM stream, pending tools, output.
+    Interrupt,
+    /// Swap persona, voice, model, plugins and memory space.
+    SwitchProfile { path: String },
+    /// Finish the current turn's bookkeeping and stop the session.
+    Shutdown,
+}
+
+/// Conversation states, owned by the session coordinator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    Idle,
+    Listening,
+    Thinking,
+    Speaking,
+}
+
+/// Lifecycle of one tool call as seen by clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Running,
+    Completed,
+    Error,
+}
+
+/// A tool call as a structured event: emitted `Running` for every call of a round before any runs,
+/// then once more `Completed` or `Error` with the result text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallEvent {
+    pub tool_id: String,
+    pub tool_name: String,
+    /// Arguments as parsed JSON when they parse, else the raw string the model sent.
+    pub args: serde_json::Value,
+    pub status: ToolStatus,
+    /// The text given back to the model (`None` while running).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub result: Option<String>,
+    /// The 1-based round of the agent loop this call belongs to.
+    pub round: u32,
+}
+
+/// Something the character does while saying a sentence.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Action {
+    /// An `[emotion]` tag that names a key of the profile's emotion map.
+    Emotion { name: String },
+}
+
+/// One sentence out of the token pipeline, ready for display and speech.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sentence {
+    /// 0-based position within its turn.
+    pub index: u32,
+    /// What the UI shows (tags removed; `<think>` only when the profile asks).
+    pub display_text: String,
+    /// What TTS speaks; `None` when nothing in the sentence is speakable.
+    pub tts_text: Option<String>,
+    pub actions: Vec<Action>,
+}
+
+/// Why a turn ended normally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEnd {
+    /// The model answered without asking for more tools.
+    Completed,
+    /// The model still wanted tools after the last allowed round; the answer so far is kept.
+    RoundLimit,
+}
+
+/// Which lifecycle hook a report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookStage {
+    BeforeTurn,
+    AfterTurn,
+    AfterPlayback,
+}
+
+/// Machine-readable error categories for clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    LlmUnreachable,
+    LlmHttp,
+    LlmStream,
+    LlmMalformed,
+    Tool,
+    Hook,
+    Profile,
+    Plugin,
+    History,
+    Output,
+    IllegalState,
+    Internal,
+}
+
+/// Events a session emits, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The session is ready (after start or a profile switch).
+    SessionReady {
+        character: String,
+        agent_id: String,
+        tools: Vec<String>,
+    },
+    StateChanged {
+        from: SessionState,
+        to: SessionState,
+    },
+    TurnStarted {
+        turn_id: TurnId,
+        user_text: String,
+    },
+    /// Raw assistant text as it streams (display-side clients may show it before sentences complete).
+    TextDelta {
+        turn_id: TurnId,
+        delta: String,
+    },
+    /// Model reasoning, only emitted when the profile asks to show it.
+    ReasoningDelta {
+        turn_id: TurnId,
+        delta: String,
+    },
+    Sentence {
+        turn_id: TurnId,
+        sentence: Sentence,
+    },
+    ToolCall {
+        turn_id: TurnId,
+        call: ToolCallEvent,
+    },
+    /// A hook failed or timed out; the turn went on without it.
+    HookFailed {
+        turn_id: TurnId,
+        hook: String,
+        stage: HookStage,
+        message: String,
+    },
+    TurnFinished {
+        turn_id: TurnId,
+        end: TurnEnd,
+        /// The complete assistant text of the turn (all rounds).
+        text: String,
+    },
+    TurnAborted {
+        turn_id: TurnId,
+        /// What the assistant had said before the interrupt; kept in history, marked interrupted.
+        partial_text: String,
+    },
+    /// The output sink has delivered the last sentence of the turn (audio: the last sample played).
+    PlaybackDrained {
+        turn_id: TurnId,
+    },
+    Error {
+        code: ErrorCode,
+        message: String,
+        recoverable: bool,
+    },
+}
+
+/// An event plus its per-session sequence number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventEnvelope {
+    pub seq: u64,
+    #[serde(flatten)]
+    pub event: Event,
+}

@@ -1,0 +1,3 @@
+//! TODO
+pub struct ToolRegistry;
+pub struct ToolExecution;
