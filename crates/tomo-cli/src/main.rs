@@ -1,1 +1,107 @@
-fn main() {}
+//! `tomo`: the headless front end of the Tomo engine.
+
+mod chat;
+mod paths;
+mod profile_cmd;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "tomo", version, about = "Tomo, a desktop AI companion (headless front end)")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Talk to a character in the terminal, streaming its answer sentence by sentence.
+    Chat(ChatArgs),
+    /// Check or describe character profiles.
+    #[command(subcommand)]
+    Profile(ProfileCommand),
+}
+
+/// Endpoint flags: a flag wins over its environment variable, which wins over the profile.
+#[derive(Debug, Args, Clone)]
+pub struct LlmFlags {
+    /// OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (Ollama).
+    #[arg(long, env = "TOMO_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+    /// Model name on that server.
+    #[arg(long, env = "TOMO_LLM_MODEL")]
+    pub llm_model: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The character profile (profiles/*.toml).
+    #[arg(long, short)]
+    pub profile: PathBuf,
+    /// Send one message, print the answer, and exit (non-zero if the turn failed).
+    #[arg(long)]
+    pub once: Option<String>,
+    /// Print every event as one JSON line instead of the conversation.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub llm: LlmFlags,
+    /// Plugin manifests folder (default: `plugins/` next to the profile's folder, else ./plugins).
+    #[arg(long, env = "TOMO_PLUGINS_DIR")]
+    pub plugins_dir: Option<PathBuf>,
+    /// Where characters keep history and diaries (default: the platform data dir).
+    #[arg(long, env = "TOMO_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum ProfileCommand {
+    /// Validate a profile like a compiler: file:line:column, field, what was expected.
+    Check {
+        file: PathBuf,
+        #[arg(long, env = "TOMO_PLUGINS_DIR")]
+        plugins_dir: Option<PathBuf>,
+    },
+    /// Print the JSON Schema of profiles.
+    Schema,
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Chat(args) => run_async(chat::run(args)),
+        Command::Profile(ProfileCommand::Check { file, plugins_dir }) => {
+            Ok(profile_cmd::check(&file, plugins_dir.as_deref()))
+        }
+        Command::Profile(ProfileCommand::Schema) => profile_cmd::schema(),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_async<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F) -> anyhow::Result<ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(future)
+}
+
+/// Logs go to stderr (stdout carries the conversation or JSON events); `RUST_LOG` adjusts the level.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

@@ -1,9 +1,15 @@
 //! Tomo's engine: protocol, session coordinator, agent loop, token pipeline, hooks, plugins, profiles,
 //! history. No audio, no UI, no Tauri: usable headless and from any front end.
 
+pub mod agent;
+pub mod history;
 pub mod hooks;
+pub mod llm;
 pub mod pipeline;
 pub mod plugins;
 pub mod profile;
 pub mod protocol;
+pub mod state;
 pub mod tools;
+pub mod session;
+pub mod sink;

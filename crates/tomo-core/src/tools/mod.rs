@@ -3,7 +3,7 @@
 
 mod registry;
 
-pub use registry::{ToolExecution, ToolRegistry};
+pub use registry::{RegistryError, ToolExecution, ToolRegistry};
 
 use std::path::PathBuf;
 use std::time::Duration;

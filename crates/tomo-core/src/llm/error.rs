@@ -1,0 +1,46 @@
+//! Errors talking to the LLM server.
+
+use crate::protocol::ErrorCode;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    #[error("cannot reach the LLM server at {url}: {message}")]
+    Unreachable { url: String, message: String },
+    #[error("the LLM server answered HTTP {status}: {message}")]
+    Http { status: u16, message: String },
+    #[error("the LLM stream broke off: {0}")]
+    Stream(String),
+    #[error("the LLM server sent a malformed chunk: {0}")]
+    Malformed(String),
+    #[error("the LLM server did not answer within {0:.0?}")]
+    Timeout(std::time::Duration),
+    #[error("invalid LLM configuration: {0}")]
+    Config(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl LlmError {
+    /// Whether trying the same request again may succeed. Exhaustive on purpose: a new variant must decide.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Unreachable { .. } => true,
+            Self::Http { status, .. } => *status == 408 || *status == 429 || *status >= 500,
+            Self::Stream(_) => true,
+            Self::Timeout(_) => true,
+            Self::Malformed(_) => false,
+            Self::Config(_) => false,
+            Self::Cancelled => false,
+        }
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Unreachable { .. } | Self::Timeout(_) => ErrorCode::LlmUnreachable,
+            Self::Http { .. } => ErrorCode::LlmHttp,
+            Self::Stream(_) | Self::Cancelled => ErrorCode::LlmStream,
+            Self::Malformed(_) => ErrorCode::LlmMalformed,
+            Self::Config(_) => ErrorCode::Profile,
+        }
+    }
+}

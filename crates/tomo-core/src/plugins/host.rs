@@ -1,0 +1,105 @@
+//! Turns a profile's enabled plugins into tools and hooks. A broken plugin is reported and skipped: the
+//! character still starts, without it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::hooks::Hook;
+use crate::plugins::builtin::instantiate_builtin;
+use crate::plugins::manifest::{PluginManifest, discover_plugins, effective_config};
+use crate::plugins::mcp::connect_mcp;
+use crate::profile::Profile;
+use crate::tools::ToolRegistry;
+
+/// A plugin that could not be loaded, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginProblem {
+    pub plugin: String,
+    pub message: String,
+}
+
+#[derive(Debug, Default)]
+pub struct LoadedPlugins {
+    pub tools: ToolRegistry,
+    pub hooks: Vec<Arc<dyn Hook>>,
+    pub problems: Vec<PluginProblem>,
+}
+
+impl std::fmt::Debug for dyn Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hook({})", self.name())
+    }
+}
+
+pub async fn load_plugins(profile: &Profile, plugins_dir: &Path) -> LoadedPlugins {
+    let enabled = &profile.plugins.enabled;
+    let (manifests, diagnostics) = discover_plugins(plugins_dir);
+    let mut loaded = LoadedPlugins::default();
+    for diagnostic in diagnostics {
+        let folder = diagnostic
+            .file
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if enabled.contains(&folder) {
+            loaded.problems.push(PluginProblem {
+                plugin: folder,
+                message: diagnostic.to_string(),
+            });
+        }
+    }
+    for id in enabled {
+        if loaded.problems.iter().any(|p| &p.plugin == id) {
+            continue;
+        }
+        let Some(manifest) = manifests.iter().find(|m| &m.id == id) else {
+            loaded.problems.push(PluginProblem {
+                plugin: id.clone(),
+                message: format!("no plugins/{id}/plugin.toml in {}", plugins_dir.display()),
+            });
+            continue;
+        };
+        if let Err(message) = load_one(manifest, profile, &mut loaded).await {
+            loaded.problems.push(PluginProblem {
+                plugin: id.clone(),
+                message,
+            });
+        }
+    }
+    loaded
+}
+
+async fn load_one(
+    manifest: &PluginManifest,
+    profile: &Profile,
+    loaded: &mut LoadedPlugins,
+) -> Result<(), String> {
+    let id = &manifest.id;
+    let (config, warnings) = effective_config(manifest, profile.plugins.overrides.get(id));
+    for warning in warnings {
+        tracing::warn!(%warning, "plugin configuration");
+    }
+    let (tools, hooks) = if let Some(server) = &manifest.mcp {
+        let tools = connect_mcp(id, server, &manifest.tool_limits)
+            .await
+            .map_err(|e| e.to_string())?;
+        (tools, Vec::new())
+    } else {
+        match instantiate_builtin(id, &config, &manifest.tool_limits) {
+            Some(Ok(parts)) => (parts.tools, parts.hooks),
+            Some(Err(error)) => return Err(error.to_string()),
+            None => {
+                return Err(format!(
+                    "`{id}` ({:?}) is neither a built-in plugin nor declares an [mcp] server",
+                    manifest.kind
+                ));
+            }
+        }
+    };
+    for tool in tools {
+        loaded.tools.register(tool).map_err(|e| e.to_string())?;
+    }
+    loaded.hooks.extend(hooks);
+    Ok(())
+}

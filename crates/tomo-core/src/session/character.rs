@@ -1,0 +1,166 @@
+//! A character at run time: its profile turned into an LLM client, tools, hooks, history and pipeline
+//! settings. Switching profile builds a new `Character` and drops the old one.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::agent::AgentConfig;
+use crate::history::{History, HistoryError, HistoryRecord};
+use crate::hooks::Hook;
+use crate::llm::{ChatMessage, LlmClient, LlmEndpoint};
+use crate::pipeline::PipelineSettings;
+use crate::plugins::host::{self, PluginProblem};
+use crate::profile::Profile;
+use crate::session::prompt;
+use crate::tools::ToolRegistry;
+
+/// Endpoint settings that win over the profile's (from CLI flags or `TOMO_LLM_*` variables).
+#[derive(Clone, Default)]
+pub struct LlmOverrides {
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for LlmOverrides {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmOverrides")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// Where the session finds plugins and keeps data.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    pub plugins_dir: PathBuf,
+    /// Root of per-character data; a character's files live in `<data_root>/characters/<agent_id>/`.
+    pub data_root: PathBuf,
+    pub llm: LlmOverrides,
+    pub hook_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CharacterError {
+    #[error(transparent)]
+    Llm(#[from] crate::llm::LlmError),
+    #[error(transparent)]
+    History(#[from] HistoryError),
+}
+
+pub struct Character {
+    pub profile: Profile,
+    pub client: LlmClient,
+    pub tools: ToolRegistry,
+    pub hooks: Vec<Arc<dyn Hook>>,
+    pub data_dir: PathBuf,
+    pub agent_config: AgentConfig,
+    pub pipeline_settings: PipelineSettings,
+    pub system_prompt: String,
+    pub show_reasoning: bool,
+    pub hook_timeout: Duration,
+    context_turns: usize,
+    history: Mutex<History>,
+}
+
+impl Character {
+    /// Builds the character. Plugin problems do not fail the load: the character starts without the
+    /// broken plugin and the problems are returned for the user to see.
+    pub async fn load(
+        profile: Profile,
+        env: &Environment,
+    ) -> Result<(Self, Vec<PluginProblem>), CharacterError> {
+        let llm = &profile.llm;
+        let api_key = env.llm.api_key.clone().or_else(|| {
+            llm.api_key_env
+                .as_deref()
+                .and_then(|name| std::env::var(name).ok())
+                .filter(|key| !key.is_empty())
+        });
+        let client = LlmClient::new(LlmEndpoint {
+            base_url: env.llm.base_url.clone().unwrap_or_else(|| llm.base_url.clone()),
+            model: env.llm.model.clone().unwrap_or_else(|| llm.model.clone()),
+            api_key,
+            temperature: llm.temperature,
+            max_tokens: llm.max_tokens,
+            idle_timeout: Duration::from_secs_f64(llm.request_timeout_secs.max(1.0)),
+        })?;
+        let data_dir = character_dir(&env.data_root, &profile.character.agent_id);
+        let history = History::open(&data_dir)?;
+        let loaded = host::load_plugins(&profile, &env.plugins_dir).await;
+        let emotions = profile.emotions();
+        let character = Self {
+            system_prompt: prompt::system_prompt(
+                &profile.character.persona,
+                &profile.character.name,
+                &emotions,
+            ),
+            pipeline_settings: PipelineSettings {
+                emotions,
+                show_think: llm.show_think,
+                first_clause_fast_path: true,
+            },
+            agent_config: AgentConfig {
+                max_rounds: llm.max_tool_rounds.clamp(1, 6),
+                max_retries: llm.max_retries,
+                ..AgentConfig::default()
+            },
+            show_reasoning: llm.show_reasoning,
+            context_turns: llm.context_turns,
+            hook_timeout: env.hook_timeout,
+            client,
+            tools: loaded.tools,
+            hooks: loaded.hooks,
+            data_dir,
+            history: Mutex::new(history),
+            profile,
+        };
+        Ok((character, loaded.problems))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.profile.character.name
+    }
+
+    pub fn agent_id(&self) -> &str {
+        &self.profile.character.agent_id
+    }
+
+    pub fn next_turn_id(&self) -> u64 {
+        self.history.lock().map_or(1, |h| h.next_turn_id())
+    }
+
+    pub(crate) fn append_history(&self, records: Vec<HistoryRecord>) -> Result<(), HistoryError> {
+        match self.history.lock() {
+            Ok(mut history) => history.append(records),
+            // A panic while holding the lock cannot corrupt the file (appends are whole writes).
+            Err(poisoned) => poisoned.into_inner().append(records),
+        }
+    }
+
+    /// Recent turns before `turn_id`, bounded by the profile's `context_turns`.
+    pub(crate) fn history_context(&self, turn_id: u64) -> Vec<ChatMessage> {
+        let history = match self.history.lock() {
+            Ok(history) => history,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        history.context_before(turn_id, self.context_turns)
+    }
+}
+
+pub fn character_dir(data_root: &Path, agent_id: &str) -> PathBuf {
+    data_root.join("characters").join(agent_id)
+}
+
+/// `$TOMO_DATA_DIR`, else the platform data directory (`~/.local/share/tomo` on Linux).
+pub fn default_data_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("TOMO_DATA_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("tomo")
+}

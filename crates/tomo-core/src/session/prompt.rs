@@ -1,0 +1,72 @@
+//! Builds the messages of a request: system prompt from the persona, bounded history, and the user
+//! message carrying the `[memory context]` block. Hook output never goes into the system prompt: it is
+//! data about this turn, and keeping the system prompt stable keeps server-side prompt caches warm.
+
+use crate::llm::ChatMessage;
+
+pub fn system_prompt(persona: &str, character_name: &str, emotions: &[String]) -> String {
+    let mut prompt = persona.trim().to_owned();
+    if !emotions.is_empty() {
+        let tags: Vec<String> = emotions.iter().map(|e| format!("[{e}]")).collect();
+        prompt.push_str(&format!(
+            "\n\nYou are {character_name}. Your words are spoken aloud: answer in short, natural sentences \
+             without markdown. To show a feeling, put one of these tags before a sentence: {}.",
+            tags.join(" ")
+        ));
+    }
+    prompt
+}
+
+/// The user message as sent: the memory blocks (if any) first, then the user's words.
+pub fn user_message(user_text: &str, memory_blocks: &[String]) -> String {
+    if memory_blocks.is_empty() {
+        return user_text.to_owned();
+    }
+    format!(
+        "[memory context]\n{}\n[/memory context]\n\n{user_text}",
+        memory_blocks.join("\n\n")
+    )
+}
+
+pub fn build_messages(
+    system: &str,
+    history: Vec<ChatMessage>,
+    user_text: &str,
+    memory_blocks: &[String],
+) -> Vec<ChatMessage> {
+    let mut messages = Vec::with_capacity(history.len() + 2);
+    messages.push(ChatMessage::system(system));
+    messages.extend(history);
+    messages.push(ChatMessage::user(user_message(user_text, memory_blocks)));
+    messages
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn memory_goes_into_the_user_message_only() {
+        let messages = build_messages(
+            "You are Hana.",
+            vec![],
+            "what did I say?",
+            &["The user likes tea.".to_owned()],
+        );
+        let ChatMessage::System { content: system } = &messages[0] else {
+            panic!("first message is not system");
+        };
+        assert!(!system.contains("memory context"));
+        let ChatMessage::User { content } = &messages[1] else {
+            panic!("last message is not user");
+        };
+        assert!(content.starts_with("[memory context]\nThe user likes tea.\n[/memory context]"));
+        assert!(content.ends_with("what did I say?"));
+    }
+
+    #[test]
+    fn no_block_without_memory() {
+        assert_eq!(user_message("hi", &[]), "hi");
+    }
+}

@@ -1,0 +1,350 @@
+//! One turn, from the user's words to the drained output. The turn task owns the pipeline and the agent
+//! loop; it does not touch the session state: it reports to the coordinator through [`TurnMsg`]s, and the
+//! coordinator emits every event, so events keep one total order.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::character::Character;
+use super::hooks::{self, HookFailure};
+use super::prompt;
+use crate::agent::{self, AgentError, TurnItem, TurnTranscript};
+use crate::history::HistoryRecord;
+use crate::hooks::{HookContext, TurnRecord};
+use crate::llm::ChatMessage;
+use crate::pipeline::{Pipeline, PipelineItem};
+use crate::protocol::{ErrorCode, Event, HookStage, TurnId};
+use crate::sink::{OutputSink, SinkError};
+use crate::tools::ToolContext;
+
+/// What a turn task tells the coordinator.
+#[derive(Debug)]
+pub(crate) enum TurnMsg {
+    Event(Event),
+    /// The first sentence went to the output: Thinking -> Speaking.
+    Speaking,
+    /// The turn is over (finished, aborted or failed), including its after-playback hooks.
+    Done,
+}
+
+pub(crate) struct TurnInput {
+    pub turn_id: TurnId,
+    pub user_text: String,
+    pub proactive: bool,
+}
+
+struct Reporter {
+    turn_id: TurnId,
+    tx: mpsc::UnboundedSender<(TurnId, TurnMsg)>,
+}
+
+impl Reporter {
+    fn send(&self, msg: TurnMsg) {
+        // The coordinator outlives its turns; a send can only fail during shutdown, when nobody listens.
+        let _ = self.tx.send((self.turn_id, msg));
+    }
+
+    fn event(&self, event: Event) {
+        self.send(TurnMsg::Event(event));
+    }
+
+    fn hook_failures(&self, failures: Vec<HookFailure>) {
+        for failure in failures {
+            tracing::warn!(hook = %failure.hook, stage = ?failure.stage, message = %failure.message, "hook failed");
+            self.event(Event::HookFailed {
+                turn_id: self.turn_id,
+                hook: failure.hook,
+                stage: failure.stage,
+                message: failure.message,
+            });
+        }
+    }
+}
+
+pub(crate) async fn run_turn(
+    character: Arc<Character>,
+    sink: Arc<dyn OutputSink>,
+    input: TurnInput,
+    cancel: CancellationToken,
+    tx: mpsc::UnboundedSender<(TurnId, TurnMsg)>,
+) {
+    let reporter = Reporter {
+        turn_id: input.turn_id,
+        tx,
+    };
+    execute(&character, sink.as_ref(), &input, &cancel, &reporter).await;
+    reporter.send(TurnMsg::Done);
+}
+
+async fn execute(
+    character: &Character,
+    sink: &dyn OutputSink,
+    input: &TurnInput,
+    cancel: &CancellationToken,
+    reporter: &Reporter,
+) {
+    let turn_id = input.turn_id;
+    reporter.event(Event::TurnStarted {
+        turn_id,
+        user_text: input.user_text.clone(),
+    });
+    let user_record = record(turn_id, ChatMessage::user(&input.user_text), input.proactive);
+    if let Err(error) = character.append_history(vec![user_record]) {
+        reporter.event(history_error(&error));
+    }
+    let hook_ctx = Arc::new(HookContext {
+        agent_id: character.agent_id().to_owned(),
+        character_name: character.name().to_owned(),
+        data_dir: character.data_dir.clone(),
+        turn_id,
+    });
+    let (memory, failures) = tokio::select! {
+        () = cancel.cancelled() => {
+            reporter.event(Event::TurnAborted { turn_id, partial_text: String::new() });
+            return;
+        }
+        outcome = hooks::before_turn(&character.hooks, &input.user_text, Arc::clone(&hook_ctx), character.hook_timeout) => outcome,
+    };
+    reporter.hook_failures(failures);
+
+    let messages = prompt::build_messages(
+        &character.system_prompt,
+        character.history_context(turn_id),
+        &input.user_text,
+        &memory,
+    );
+    let tool_ctx = ToolContext {
+        agent_id: character.agent_id().to_owned(),
+        data_dir: character.data_dir.clone(),
+        cancel: cancel.clone(),
+    };
+    let (items_tx, items_rx) = mpsc::channel(256);
+    let agent_run = agent::run_turn(
+        &character.client,
+        &character.tools,
+        &character.agent_config,
+        messages,
+        tool_ctx,
+        items_tx,
+    );
+    let consume = consume_items(character, sink, turn_id, items_rx, reporter);
+    let (outcome, mut spoken) = tokio::join!(agent_run, consume);
+
+    match outcome {
+        Ok(outcome) => {
+            spoken.flush(sink, reporter);
+            reporter.event(Event::TurnFinished {
+                turn_id,
+                end: outcome.end,
+                text: outcome.transcript.text.clone(),
+            });
+            save_transcript(character, turn_id, input.proactive, &outcome.transcript, false, reporter);
+            let turn = Arc::new(TurnRecord {
+                user_text: input.user_text.clone(),
+                assistant_text: outcome.transcript.text,
+                proactive: input.proactive,
+            });
+            finish_output(character, sink, turn_id, turn, hook_ctx, cancel, reporter).await;
+        }
+        Err(AgentError::Cancelled { transcript }) => {
+            sink.interrupt();
+            save_transcript(character, turn_id, input.proactive, &transcript, true, reporter);
+            reporter.event(Event::TurnAborted {
+                turn_id,
+                partial_text: transcript.text,
+            });
+        }
+        Err(AgentError::Llm { error, transcript }) => {
+            // Sentences already spoken stay; the rest of the pipeline is flushed so nothing shown is lost.
+            spoken.flush(sink, reporter);
+            save_transcript(character, turn_id, input.proactive, &transcript, true, reporter);
+            reporter.event(Event::Error {
+                code: error.code(),
+                message: error.to_string(),
+                recoverable: true,
+            });
+            let _ = sink.finish_turn(turn_id).await;
+        }
+    }
+}
+
+/// Text complete: run after-turn hooks while the output drains, then after-playback hooks.
+async fn finish_output(
+    character: &Character,
+    sink: &dyn OutputSink,
+    turn_id: TurnId,
+    turn: Arc<TurnRecord>,
+    hook_ctx: Arc<HookContext>,
+    cancel: &CancellationToken,
+    reporter: &Reporter,
+) {
+    let after_turn = hooks::after(
+        &character.hooks,
+        HookStage::AfterTurn,
+        Arc::clone(&turn),
+        Arc::clone(&hook_ctx),
+        character.hook_timeout,
+    );
+    let drained = async {
+        tokio::select! {
+            () = cancel.cancelled() => Err(SinkError::Interrupted),
+            drained = sink.finish_turn(turn_id) => drained,
+        }
+    };
+    let (after_turn_failures, drained) = tokio::join!(after_turn, drained);
+    reporter.hook_failures(after_turn_failures);
+    match drained {
+        Ok(()) => {
+            reporter.event(Event::PlaybackDrained { turn_id });
+            let failures = hooks::after(
+                &character.hooks,
+                HookStage::AfterPlayback,
+                turn,
+                hook_ctx,
+                character.hook_timeout,
+            )
+            .await;
+            reporter.hook_failures(failures);
+        }
+        Err(SinkError::Interrupted) => {
+            sink.interrupt();
+            reporter.event(Event::TurnAborted {
+                turn_id,
+                partial_text: turn.assistant_text.clone(),
+            });
+        }
+        Err(error) => reporter.event(Event::Error {
+            code: ErrorCode::Output,
+            message: error.to_string(),
+            recoverable: true,
+        }),
+    }
+}
+
+/// The pipeline side of a turn: raw deltas become sentences for the sink, in order with tool events.
+struct Spoken {
+    turn_id: TurnId,
+    pipeline: Pipeline,
+    sentences: u32,
+}
+
+impl Spoken {
+    fn emit(&mut self, items: Vec<PipelineItem>, sink: &dyn OutputSink, reporter: &Reporter) {
+        for item in items {
+            match item {
+                PipelineItem::Sentence(sentence) => {
+                    reporter.event(Event::Sentence {
+                        turn_id: self.turn_id,
+                        sentence: sentence.clone(),
+                    });
+                    if self.sentences == 0 {
+                        reporter.send(TurnMsg::Speaking);
+                    }
+                    self.sentences += 1;
+                    if let Err(error) = sink.enqueue(self.turn_id, sentence) {
+                        reporter.event(Event::Error {
+                            code: ErrorCode::Output,
+                            message: error.to_string(),
+                            recoverable: true,
+                        });
+                    }
+                }
+                PipelineItem::ToolCall(call) => reporter.event(Event::ToolCall {
+                    turn_id: self.turn_id,
+                    call,
+                }),
+                // Only sentences and structured items leave the pipeline.
+                PipelineItem::Text(_) | PipelineItem::Draft(_) => {}
+            }
+        }
+    }
+
+    fn flush(&mut self, sink: &dyn OutputSink, reporter: &Reporter) {
+        let rest = self.pipeline.finish();
+        self.emit(rest, sink, reporter);
+    }
+}
+
+async fn consume_items(
+    character: &Character,
+    sink: &dyn OutputSink,
+    turn_id: TurnId,
+    mut items: mpsc::Receiver<TurnItem>,
+    reporter: &Reporter,
+) -> Spoken {
+    let mut spoken = Spoken {
+        turn_id,
+        pipeline: Pipeline::new(&character.pipeline_settings),
+        sentences: 0,
+    };
+    while let Some(item) = items.recv().await {
+        match item {
+            TurnItem::Text(delta) => {
+                reporter.event(Event::TextDelta {
+                    turn_id,
+                    delta: delta.clone(),
+                });
+                let out = spoken.pipeline.push(PipelineItem::Text(delta));
+                spoken.emit(out, sink, reporter);
+            }
+            TurnItem::Reasoning(delta) => {
+                if character.show_reasoning {
+                    reporter.event(Event::ReasoningDelta { turn_id, delta });
+                }
+            }
+            TurnItem::ToolCall(call) => {
+                let out = spoken.pipeline.push(PipelineItem::ToolCall(call));
+                spoken.emit(out, sink, reporter);
+            }
+            TurnItem::Retrying { attempt, error } => {
+                tracing::info!(attempt, %error, "retrying the LLM request");
+            }
+        }
+    }
+    spoken
+}
+
+fn record(turn_id: TurnId, message: ChatMessage, proactive: bool) -> HistoryRecord {
+    HistoryRecord {
+        turn_id,
+        at: Utc::now(),
+        message,
+        interrupted: false,
+        proactive,
+    }
+}
+
+fn save_transcript(
+    character: &Character,
+    turn_id: TurnId,
+    proactive: bool,
+    transcript: &TurnTranscript,
+    interrupted: bool,
+    reporter: &Reporter,
+) {
+    let mut records: Vec<HistoryRecord> = transcript
+        .messages
+        .iter()
+        .map(|m| record(turn_id, m.clone(), proactive))
+        .collect();
+    if !transcript.unfinished_text.trim().is_empty() {
+        let mut cut = record(turn_id, ChatMessage::assistant(&transcript.unfinished_text), proactive);
+        cut.interrupted = interrupted;
+        records.push(cut);
+    }
+    if let Err(error) = character.append_history(records) {
+        reporter.event(history_error(&error));
+    }
+}
+
+fn history_error(error: &crate::history::HistoryError) -> Event {
+    tracing::error!(%error, "history write failed");
+    Event::Error {
+        code: ErrorCode::History,
+        message: error.to_string(),
+        recoverable: true,
+    }
+}
