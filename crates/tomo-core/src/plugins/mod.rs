@@ -3,3 +3,4 @@
 
 pub mod builtin;
 pub mod manifest;
+pub mod mcp;
