@@ -2,5 +2,6 @@
 //! plugins into tools and hooks.
 
 pub mod builtin;
-pub mod manifest;
 pub mod host;
+pub mod manifest;
+pub mod mcp;
