@@ -38,6 +38,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
             api_key: std::env::var("TOMO_LLM_API_KEY").ok().filter(|k| !k.is_empty()),
         },
         hook_timeout: Duration::from_secs(5),
+        extra_hooks: Vec::new(),
     };
     let (session, mut events) = start_session(loaded.profile, env, Arc::new(TextSink))
         .await

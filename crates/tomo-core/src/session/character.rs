@@ -41,6 +41,9 @@ pub struct Environment {
     pub data_root: PathBuf,
     pub llm: LlmOverrides,
     pub hook_timeout: Duration,
+    /// Hooks registered by the embedding program (e.g. the desktop shell or a test), run after the
+    /// profile's hook plugins.
+    pub extra_hooks: Vec<Arc<dyn Hook>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -113,7 +116,11 @@ impl Character {
             hook_timeout: env.hook_timeout,
             client,
             tools: loaded.tools,
-            hooks: loaded.hooks,
+            hooks: loaded
+                .hooks
+                .into_iter()
+                .chain(env.extra_hooks.iter().cloned())
+                .collect(),
             data_dir,
             history: Mutex::new(history),
             profile,

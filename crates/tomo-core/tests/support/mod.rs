@@ -39,3 +39,4 @@ impl Tool for FnTool {
         (self.handler)(args)
     }
 }
+#[allow(dead_code)] pub mod session;

@@ -1,0 +1,27 @@
+# Shared set-up for scripts/run, scripts/test and .ci/run. Idempotent: each step is skipped when done.
+# shellcheck shell=bash
+
+# Build output lives outside the clone so a fresh clone (CI) reuses an earlier build on the same machine.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tomo/target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+# Debian packages the build needs. Installed only when missing (apt-get is slow even when it has nothing to do).
+TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 python3-venv)
+
+tomo_install_system_packages() {
+    local missing=()
+    for package in "${TOMO_APT_PACKAGES[@]}"; do
+        dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    done
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "==> installing Debian packages: ${missing[*]}"
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    fi
+    if ! command -v cargo >/dev/null 2>&1; then
+        echo "error: cargo is not installed; install Rust with rustup (https://rustup.rs) first" >&2
+        return 1
+    fi
+}
