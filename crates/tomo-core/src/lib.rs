@@ -1,6 +1,7 @@
 //! Tomo's engine: protocol, session coordinator, agent loop, token pipeline, hooks, plugins, profiles,
 //! history. No audio, no UI, no Tauri: usable headless and from any front end.
 
+pub mod diagnostic;
 pub mod hooks;
 pub mod pipeline;
 pub mod plugins;
