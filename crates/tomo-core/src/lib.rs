@@ -2,6 +2,7 @@
 //! history. No audio, no UI, no Tauri: usable headless and from any front end.
 
 pub mod agent;
+pub mod diagnostic;
 pub mod history;
 pub mod hooks;
 pub mod llm;
@@ -9,7 +10,7 @@ pub mod pipeline;
 pub mod plugins;
 pub mod profile;
 pub mod protocol;
-pub mod state;
-pub mod tools;
 pub mod session;
 pub mod sink;
+pub mod state;
+pub mod tools;

@@ -18,11 +18,26 @@
 //! [config]                 # defaults; a profile's [plugins.<id>] table overrides them key by key
 //! max_bytes = 200000
 //! ```
+//!
+//! Loading reports problems as [`Diagnostic`](crate::diagnostic::Diagnostic)s with line and column.
+//! Unknown keys in `[plugin]` and at the top level are warnings; `[tool]` and `[mcp]` reject unknown
+//! keys (their types deny them), since a misspelt limit or command would change behaviour.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+mod load;
+mod merge;
+#[cfg(test)]
+mod tests;
+
+pub use load::{
+    ManifestError, discover_plugins, load_manifest, parse_manifest, plugin_manifest_json_schema,
+};
+pub use merge::effective_config;
+pub(crate) use merge::merge_config;
 
 /// The four kinds of plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]

@@ -1,1 +1,313 @@
-//! Character profiles (`profiles/*.toml`).
+//! Character profiles (`profiles/*.toml`): who the companion is (persona, voice, Live2D model), which
+//! LLM it talks to, and which plugins it uses.
+//!
+//! ```toml
+//! [character]
+//! name = "Hana"
+//! agent_id = "hana"          # also the name of its memory directory
+//! persona = "You are Hana, ..."
+//!
+//! [llm]
+//! model = "qwen2.5:3b"       # everything else has a default
+//!
+//! [plugins]
+//! enabled = ["time", "diary"]
+//!
+//! [plugins.diary]            # overrides the plugin manifest's [config] defaults
+//! inject_recent = 5
+//! ```
+//!
+//! Loading reports every problem it can find as a [`Diagnostic`] with file, line, column and field path.
+//! Unknown keys are warnings (a newer profile should still load in an older Tomo), but they carry a
+//! "did you mean" hint and `tomo profile check` prints them, so a typo never silently does nothing.
+
+mod check;
+mod load;
+mod schema;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use crate::diagnostic::{Diagnostic, Severity};
+pub use check::check_profile;
+pub use load::is_valid_id;
+pub use load::{load_profile, parse_profile};
+pub use schema::profile_json_schema;
+
+/// Pattern of `character.agent_id` and plugin ids: they name directories, so only characters that are
+/// safe in a file name on every OS. The schemas use it; the loaders check it with [`is_valid_id`].
+pub const ID_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,63}$";
+
+/// A loaded, validated character profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "Tomo character profile")]
+pub struct Profile {
+    /// The file this profile was loaded from (not part of the file itself).
+    #[serde(skip)]
+    pub source: PathBuf,
+    pub character: CharacterConfig,
+    pub llm: LlmConfig,
+    #[serde(default)]
+    pub asr: AsrConfig,
+    #[serde(default)]
+    pub tts: TtsConfig,
+    #[serde(default)]
+    pub live2d: Live2dConfig,
+    #[serde(default)]
+    pub plugins: PluginsConfig,
+}
+
+impl Profile {
+    /// The emotion names the model may use as `[emotion]` tags: the keys of `live2d.emotion_map`.
+    pub fn emotions(&self) -> Vec<String> {
+        self.live2d.emotion_map.keys().cloned().collect()
+    }
+}
+
+/// Who the companion is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CharacterConfig {
+    /// Display name.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Stable id: names the character's memory/diary directory, so it is restricted to lowercase
+    /// letters, digits, `_` and `-` (at most 64 characters, starting with a letter or digit).
+    #[schemars(regex(pattern = ID_PATTERN))]
+    pub agent_id: String,
+    /// The system prompt describing the character.
+    #[schemars(length(min = 1))]
+    pub persona: String,
+    /// Said when a session starts, if set.
+    #[serde(default)]
+    pub greeting: Option<String>,
+}
+
+/// The OpenAI-compatible chat endpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LlmConfig {
+    /// Base URL of an OpenAI-compatible API (http or https). Default: a local Ollama.
+    #[serde(default = "default_base_url")]
+    #[schemars(regex(pattern = "^https?://"))]
+    pub base_url: String,
+    /// Model name as the server knows it, e.g. `qwen2.5:3b`.
+    #[schemars(length(min = 1))]
+    pub model: String,
+    /// Name of the environment variable that holds the API key. Never the key itself.
+    #[serde(default)]
+    #[schemars(regex(pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    #[schemars(range(min = 0.0, max = 2.0))]
+    pub temperature: Option<f32>,
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub max_tokens: Option<u32>,
+    /// Show the model's `reasoning_content` in the UI. It is never spoken.
+    #[serde(default)]
+    pub show_reasoning: bool,
+    /// Show `<think>` blocks in the UI. They are never spoken.
+    #[serde(default)]
+    pub show_think: bool,
+    /// How many recent turns are sent verbatim.
+    #[serde(default = "default_context_turns")]
+    pub context_turns: usize,
+    /// Seconds before a request without progress is abandoned.
+    #[serde(default = "default_request_timeout_secs")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub request_timeout_secs: f64,
+    /// Retries of a failed request, only before the first token arrives.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// Tool-calling rounds per turn (1 to 6).
+    #[serde(default = "default_max_tool_rounds")]
+    #[schemars(range(min = 1, max = 6))]
+    pub max_tool_rounds: u32,
+}
+
+fn default_base_url() -> String {
+    "http://127.0.0.1:11434/v1".to_owned()
+}
+fn default_context_turns() -> usize {
+    20
+}
+fn default_request_timeout_secs() -> f64 {
+    60.0
+}
+fn default_max_retries() -> u32 {
+    2
+}
+fn default_max_tool_rounds() -> u32 {
+    6
+}
+
+/// Speech recognition (parsed now, used by the audio crates later).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct AsrConfig {
+    pub engine: String,
+    pub model: String,
+    /// Language code such as `en` or `ja`; unset means auto-detect.
+    pub language: Option<String>,
+    /// Input device name; unset means the system default.
+    pub input_device: Option<String>,
+}
+
+impl Default for AsrConfig {
+    fn default() -> Self {
+        Self {
+            engine: "whisper".to_owned(),
+            model: "base".to_owned(),
+            language: None,
+            input_device: None,
+        }
+    }
+}
+
+/// Speech synthesis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct TtsConfig {
+    pub engine: String,
+    pub voice: String,
+    /// Speaking rate; 1.0 is normal, must be greater than 0.
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub speed: f32,
+    /// Output device name; unset means the system default.
+    pub output_device: Option<String>,
+}
+
+impl Default for TtsConfig {
+    fn default() -> Self {
+        Self {
+            engine: "piper".to_owned(),
+            voice: "en_US-amy-medium".to_owned(),
+            speed: 1.0,
+            output_device: None,
+        }
+    }
+}
+
+/// The avatar.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct Live2dConfig {
+    /// Path of the Live2D model file (`*.model.json` / `*.model3.json`).
+    pub model: Option<String>,
+    /// Emotion name (used as an `[emotion]` tag by the model) → expression or motion id.
+    pub emotion_map: BTreeMap<String, String>,
+}
+
+/// `[plugins]`: `enabled = [...]` plus one `[plugins.<id>]` table per plugin whose config is overridden.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct PluginsConfig {
+    /// Plugin ids (folder names under `plugins/`), in load order.
+    #[serde(default)]
+    pub enabled: Vec<String>,
+    /// `[plugins.<id>]` tables: override the plugin manifest's `[config]` defaults key by key.
+    #[serde(flatten)]
+    #[schemars(with = "BTreeMap<String, serde_json::Map<String, serde_json::Value>>")]
+    pub overrides: BTreeMap<String, toml::Table>,
+}
+
+/// Hand-written because `enabled` and the per-plugin tables share one TOML table: any key other than
+/// `enabled` is a plugin id and must be a table. (serde's `flatten` would lose the source spans.)
+impl<'de> Deserialize<'de> for PluginsConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(PluginsVisitor)
+    }
+}
+
+struct PluginsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for PluginsVisitor {
+    type Value = PluginsConfig;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a table")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<PluginsConfig, A::Error> {
+        let mut out = PluginsConfig::default();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "enabled" {
+                out.enabled = map.next_value()?;
+                continue;
+            }
+            // Through a seed so the error is raised inside `next_value` and carries the key's path.
+            let table = map.next_value_seed(OverrideTable { plugin: &key })?;
+            out.overrides.insert(key, table);
+        }
+        Ok(out)
+    }
+}
+
+/// One `[plugins.<id>]` value: must be a table.
+struct OverrideTable<'a> {
+    plugin: &'a str,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for OverrideTable<'_> {
+    type Value = toml::Table;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<toml::Table, D::Error> {
+        let key = self.plugin;
+        match toml::Value::deserialize(deserializer)? {
+            toml::Value::Table(table) => Ok(table),
+            other => {
+                let hint = if crate::diagnostic::did_you_mean(key, ["enabled"]).is_some() {
+                    " (did you mean `enabled`?)"
+                } else {
+                    ""
+                };
+                Err(serde::de::Error::custom(format!(
+                    "expected a `[plugins.{key}]` table of config overrides, found {}{hint}",
+                    toml_kind(&other)
+                )))
+            }
+        }
+    }
+}
+
+fn toml_kind(value: &toml::Value) -> &'static str {
+    match value {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a float",
+        toml::Value::Boolean(_) => "a boolean",
+        toml::Value::Datetime(_) => "a date-time",
+        toml::Value::Array(_) => "an array",
+        toml::Value::Table(_) => "a table",
+    }
+}
+
+/// A profile that loaded, with the warnings found on the way (unknown keys, suspicious values).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedProfile {
+    pub profile: Profile,
+    pub warnings: Vec<Diagnostic>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read profile {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Every problem found, errors and warnings, sorted by position.
+    #[error("{}", crate::diagnostic::DisplayList(.0))]
+    Invalid(Vec<Diagnostic>),
+}
