@@ -35,7 +35,9 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
             base_url: args.llm.llm_base_url.clone(),
             model: args.llm.llm_model.clone(),
             // Keys come from the environment only: a flag would end up in shell history and `ps`.
-            api_key: std::env::var("TOMO_LLM_API_KEY").ok().filter(|k| !k.is_empty()),
+            api_key: std::env::var("TOMO_LLM_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty()),
         },
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),
@@ -58,7 +60,11 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     while let Ok(envelope) = events.try_recv() {
         renderer.show(&envelope);
     }
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// Shows events until the turn in flight is over (back to Idle). Ctrl-C interrupts it.
@@ -104,7 +110,9 @@ async fn interactive(
     while let Ok(envelope) = events.try_recv() {
         renderer.show(&envelope);
     }
-    eprintln!("Type a message. Ctrl-C interrupts an answer, Ctrl-D quits, `/switch <profile.toml>` changes character.");
+    eprintln!(
+        "Type a message. Ctrl-C interrupts an answer, Ctrl-D quits, `/switch <profile.toml>` changes character."
+    );
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut any_failed = false;
     loop {
@@ -139,7 +147,10 @@ async fn interactive(
     }
 }
 
-async fn wait_for_ready(events: &mut mpsc::UnboundedReceiver<EventEnvelope>, renderer: &mut Renderer) {
+async fn wait_for_ready(
+    events: &mut mpsc::UnboundedReceiver<EventEnvelope>,
+    renderer: &mut Renderer,
+) {
     while let Some(envelope) = events.recv().await {
         renderer.show(&envelope);
         if matches!(

@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "tomo", version, about = "Tomo, a desktop AI companion (headless front end)")]
+#[command(
+    name = "tomo",
+    version,
+    about = "Tomo, a desktop AI companion (headless front end)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -89,7 +93,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_async<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(future: F) -> anyhow::Result<ExitCode> {
+fn run_async<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
+    future: F,
+) -> anyhow::Result<ExitCode> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?

@@ -19,7 +19,10 @@ pub fn check(file: &Path, plugins_dir: Option<&Path>) -> ExitCode {
         eprintln!("{diagnostic}");
     }
     if errors > 0 {
-        eprintln!("{}: {errors} error(s), {warnings} warning(s)", file.display());
+        eprintln!(
+            "{}: {errors} error(s), {warnings} warning(s)",
+            file.display()
+        );
         ExitCode::FAILURE
     } else {
         println!("{}: ok ({warnings} warning(s))", file.display());

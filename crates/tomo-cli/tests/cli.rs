@@ -12,7 +12,9 @@ use tokio::process::Command;
 use tomo_testkit::{ScriptedServer, script};
 
 fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
 }
 
 fn tomo(data_dir: &Path) -> Command {
@@ -60,29 +62,63 @@ async fn once_streams_the_answer_of_a_shipped_character_and_runs_a_builtin_tool(
         .args(["chat", "--once", "what time is it?", "--profile"])
         .arg(repo("profiles/hana.toml")))
     .await;
-    assert_eq!(out.code, Some(0), "stdout: {}\nstderr: {}", out.stdout, out.stderr);
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        out.stdout,
+        out.stderr
+    );
     assert!(out.stdout.contains("[get_time running]"), "{}", out.stdout);
     assert!(out.stdout.contains("[get_time done]"), "{}", out.stdout);
     assert!(out.stdout.contains("It is tea time."), "{}", out.stdout);
-    assert!(!out.stdout.contains("[joy]"), "emotion tags are not shown: {}", out.stdout);
+    assert!(
+        !out.stdout.contains("[joy]"),
+        "emotion tags are not shown: {}",
+        out.stdout
+    );
     let requests = server.requests();
-    assert_eq!(requests[0].body["model"], "qwen2.5:3b", "model from the profile");
-    let tool = requests[1].messages().iter().find(|m| m["role"] == "tool").unwrap();
-    assert!(tool["content"].as_str().unwrap().contains(':'), "a real time came back: {tool}");
+    assert_eq!(
+        requests[0].body["model"], "qwen2.5:3b",
+        "model from the profile"
+    );
+    let tool = requests[1]
+        .messages()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(
+        tool["content"].as_str().unwrap().contains(':'),
+        "a real time came back: {tool}"
+    );
 }
 
 #[tokio::test]
 async fn json_mode_prints_one_event_per_line() {
-    let server = ScriptedServer::start(vec![script::text_reply("First sentence. Second one!")]).await.unwrap();
+    let server = ScriptedServer::start(vec![script::text_reply("First sentence. Second one!")])
+        .await
+        .unwrap();
     let data = tempfile::tempdir().unwrap();
     let out = run(tomo(data.path())
-        .args(["chat", "--json", "--once", "hi", "--llm-model", "other-model", "--llm-base-url"])
+        .args([
+            "chat",
+            "--json",
+            "--once",
+            "hi",
+            "--llm-model",
+            "other-model",
+            "--llm-base-url",
+        ])
         .arg(server.base_url())
         .arg("--profile")
         .arg(repo("profiles/kuro.toml")))
     .await;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
-    let events: Vec<Value> = out.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
     let sentences: Vec<&str> = events
@@ -92,15 +128,24 @@ async fn json_mode_prints_one_event_per_line() {
         .collect();
     assert_eq!(sentences, vec!["First sentence.", "Second one!"]);
     assert!(events.iter().any(|e| e["type"] == "turn_finished"));
-    assert_eq!(server.requests()[0].body["model"], "other-model", "flag wins over profile");
+    assert_eq!(
+        server.requests()[0].body["model"],
+        "other-model",
+        "flag wins over profile"
+    );
 }
 
 #[tokio::test]
 async fn a_flag_wins_over_the_environment_and_an_unreachable_server_fails_clearly() {
-    let server = ScriptedServer::start(vec![script::text_reply("Reached.")]).await.unwrap();
+    let server = ScriptedServer::start(vec![script::text_reply("Reached.")])
+        .await
+        .unwrap();
     let dead = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://127.0.0.1:{}/v1", listener.local_addr().unwrap().port())
+        format!(
+            "http://127.0.0.1:{}/v1",
+            listener.local_addr().unwrap().port()
+        )
     };
     let data = tempfile::tempdir().unwrap();
     let out = run(tomo(data.path())
@@ -119,13 +164,20 @@ async fn a_flag_wins_over_the_environment_and_an_unreachable_server_fails_clearl
         .arg(repo("profiles/hana.toml")))
     .await;
     assert_eq!(out.code, Some(1));
-    assert!(out.stdout.contains("cannot reach the LLM server at"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("cannot reach the LLM server at"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[tokio::test]
 async fn profile_check_reports_like_a_compiler() {
     let data = tempfile::tempdir().unwrap();
-    let good = run(tomo(data.path()).args(["profile", "check"]).arg(repo("profiles/hana.toml"))).await;
+    let good = run(tomo(data.path())
+        .args(["profile", "check"])
+        .arg(repo("profiles/hana.toml")))
+    .await;
     assert_eq!(good.code, Some(0), "{}", good.stderr);
 
     let bad = data.path().join("bad.toml");
@@ -139,8 +191,15 @@ async fn profile_check_reports_like_a_compiler() {
     assert!(out.stderr.contains("bad.toml:8:15"), "{}", out.stderr);
     assert!(out.stderr.contains("llm.temperature"), "{}", out.stderr);
 
-    let out = run(tomo(data.path()).args(["chat", "--once", "hi", "--profile"]).arg(&bad)).await;
-    assert_eq!(out.code, Some(2), "a broken profile stops chat before it starts");
+    let out = run(tomo(data.path())
+        .args(["chat", "--once", "hi", "--profile"])
+        .arg(&bad))
+    .await;
+    assert_eq!(
+        out.code,
+        Some(2),
+        "a broken profile stops chat before it starts"
+    );
     assert!(out.stderr.contains("bad.toml:8:15"), "{}", out.stderr);
 }
 
@@ -180,7 +239,10 @@ async fn history_survives_a_killed_process() {
     .await
     .expect("first answer");
     stdin.write_all(b"Tell me a story.\n").await.unwrap();
-    server.wait_for_requests(2, Duration::from_secs(20)).await.unwrap();
+    server
+        .wait_for_requests(2, Duration::from_secs(20))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
     child.start_kill().unwrap(); // SIGKILL: no chance to flush anything
     child.wait().await.unwrap();
@@ -192,7 +254,10 @@ async fn history_survives_a_killed_process() {
     .await;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let messages = server.requests()[2].messages().to_vec();
-    let texts: Vec<&str> = messages.iter().map(|m| m["content"].as_str().unwrap_or_default()).collect();
+    let texts: Vec<&str> = messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default())
+        .collect();
     assert!(texts.contains(&"I am Ada."), "{texts:?}");
     assert!(texts.contains(&"Nice to meet you, Ada."), "{texts:?}");
     assert_eq!(*texts.last().unwrap(), "What is my name?");

@@ -99,7 +99,11 @@ impl History {
 
     /// The next free turn id (ids keep increasing across restarts).
     pub fn next_turn_id(&self) -> u64 {
-        self.records.iter().map(|r| r.turn_id).max().map_or(1, |id| id + 1)
+        self.records
+            .iter()
+            .map(|r| r.turn_id)
+            .max()
+            .map_or(1, |id| id + 1)
     }
 
     /// Appends records durably (one write, then fsync) before adding them in memory.
@@ -213,20 +217,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut history = History::open(dir.path()).unwrap();
         assert_eq!(history.next_turn_id(), 1);
-        history.append(vec![record(1, ChatMessage::user("hi"))]).unwrap();
-        history.append(vec![record(1, ChatMessage::assistant("hello"))]).unwrap();
+        history
+            .append(vec![record(1, ChatMessage::user("hi"))])
+            .unwrap();
+        history
+            .append(vec![record(1, ChatMessage::assistant("hello"))])
+            .unwrap();
         let reopened = History::open(dir.path()).unwrap();
         assert_eq!(reopened.records().len(), 2);
         assert_eq!(reopened.next_turn_id(), 2);
-        assert_eq!(reopened.context(10), vec![ChatMessage::user("hi"), ChatMessage::assistant("hello")]);
+        assert_eq!(
+            reopened.context(10),
+            vec![ChatMessage::user("hi"), ChatMessage::assistant("hello")]
+        );
     }
 
     #[test]
     fn torn_last_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let mut history = History::open(dir.path()).unwrap();
-        history.append(vec![record(1, ChatMessage::user("kept"))]).unwrap();
-        let mut file = OpenOptions::new().append(true).open(history.path()).unwrap();
+        history
+            .append(vec![record(1, ChatMessage::user("kept"))])
+            .unwrap();
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(history.path())
+            .unwrap();
         file.write_all(b"{\"turn_id\":2,\"at\":\"2026-").unwrap();
         let reopened = History::open(dir.path()).unwrap();
         assert_eq!(reopened.records().len(), 1);

@@ -74,8 +74,20 @@ mod tests {
     #[test]
     fn illegal_transitions_are_errors_and_leave_the_state_alone() {
         let mut machine = StateMachine::default();
-        assert_eq!(machine.go(Speaking), Err(IllegalTransition { from: Idle, to: Speaking }));
-        assert_eq!(machine.go(Idle), Err(IllegalTransition { from: Idle, to: Idle }));
+        assert_eq!(
+            machine.go(Speaking),
+            Err(IllegalTransition {
+                from: Idle,
+                to: Speaking
+            })
+        );
+        assert_eq!(
+            machine.go(Idle),
+            Err(IllegalTransition {
+                from: Idle,
+                to: Idle
+            })
+        );
         assert_eq!(machine.state(), Idle);
         machine.go(Listening).unwrap();
         assert!(machine.go(Speaking).is_err());

@@ -47,7 +47,10 @@ fn ctx(cancel: &CancellationToken) -> ToolContext {
 }
 
 fn start_messages() -> Vec<ChatMessage> {
-    vec![ChatMessage::system("You are a test."), ChatMessage::user("hi")]
+    vec![
+        ChatMessage::system("You are a test."),
+        ChatMessage::user("hi"),
+    ]
 }
 
 struct Run {
@@ -78,7 +81,14 @@ impl Run {
 }
 
 async fn run(server: &ScriptedServer, tools: &ToolRegistry, config: &AgentConfig) -> Run {
-    run_with_cancel(&server.base_url(), tools, config, CancellationToken::new(), None).await
+    run_with_cancel(
+        &server.base_url(),
+        tools,
+        config,
+        CancellationToken::new(),
+        None,
+    )
+    .await
 }
 
 async fn run_with_cancel(
@@ -101,9 +111,11 @@ async fn run_with_cancel(
         }
         items
     };
-    let (outcome, items) = tokio::time::timeout(Duration::from_secs(20), async { tokio::join!(turn, collect) })
-        .await
-        .expect("turn hung");
+    let (outcome, items) = tokio::time::timeout(Duration::from_secs(20), async {
+        tokio::join!(turn, collect)
+    })
+    .await
+    .expect("turn hung");
     Run { outcome, items }
 }
 
@@ -114,7 +126,12 @@ fn echo_tool() -> Arc<FnTool> {
             "Echo text back",
             json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}),
         ),
-        |args| async move { Ok(format!("echo: {}", args["text"].as_str().unwrap_or_default())) },
+        |args| async move {
+            Ok(format!(
+                "echo: {}",
+                args["text"].as_str().unwrap_or_default()
+            ))
+        },
     )
 }
 
@@ -138,14 +155,26 @@ fn tool_messages(request: &tomo_testkit::RecordedRequest) -> Vec<Value> {
 #[tokio::test]
 async fn plain_text_streams_and_the_request_is_well_formed() {
     let answer = "Hello there. How are you today? I'm fine!";
-    let server = ScriptedServer::start(vec![script::text_reply(answer)]).await.unwrap();
+    let server = ScriptedServer::start(vec![script::text_reply(answer)])
+        .await
+        .unwrap();
     let run = run(&server, &ToolRegistry::new(), &fast_retries()).await;
     let outcome = run.outcome.as_ref().unwrap();
     assert_eq!(outcome.end, TurnEnd::Completed);
     assert_eq!(run.text(), answer);
-    assert!(run.items.iter().filter(|i| matches!(i, TurnItem::Text(_))).count() > 5, "streamed in pieces");
+    assert!(
+        run.items
+            .iter()
+            .filter(|i| matches!(i, TurnItem::Text(_)))
+            .count()
+            > 5,
+        "streamed in pieces"
+    );
     assert_eq!(outcome.transcript.text, answer);
-    assert_eq!(outcome.transcript.messages, vec![ChatMessage::assistant(answer)]);
+    assert_eq!(
+        outcome.transcript.messages,
+        vec![ChatMessage::assistant(answer)]
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     let body = &requests[0].body;
@@ -153,9 +182,15 @@ async fn plain_text_streams_and_the_request_is_well_formed() {
     assert_eq!(body["stream"], true);
     assert_eq!(body["temperature"], 0.5);
     assert!(body.get("tools").is_none(), "no tools array without tools");
-    assert_eq!(body["messages"][0], json!({"role":"system","content":"You are a test."}));
+    assert_eq!(
+        body["messages"][0],
+        json!({"role":"system","content":"You are a test."})
+    );
     assert_eq!(body["messages"][1], json!({"role":"user","content":"hi"}));
-    assert_eq!(requests[0].header("authorization"), Some("Bearer sk-test-secret"));
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-test-secret")
+    );
 }
 
 #[tokio::test]
@@ -190,7 +225,9 @@ async fn tool_arguments_split_over_many_chunks_are_assembled() {
     assert_eq!(assistant["tool_calls"][0]["function"]["arguments"], args);
     assert_eq!(
         tool_messages(&requests[1]),
-        vec![json!({"role":"tool","tool_call_id":"call_1","content":"echo: a fairly long argument, split into many small pieces"})]
+        vec![
+            json!({"role":"tool","tool_call_id":"call_1","content":"echo: a fairly long argument, split into many small pieces"})
+        ]
     );
 }
 
@@ -201,7 +238,8 @@ async fn two_tools_of_a_round_run_concurrently_and_are_announced_first() {
     let meet = |name: &'static str| {
         let barrier = Arc::clone(&barrier);
         FnTool::new(
-            ToolSpec::new(name, "waits for its twin", json!({"type":"object"})).with_timeout(Duration::from_secs(5)),
+            ToolSpec::new(name, "waits for its twin", json!({"type":"object"}))
+                .with_timeout(Duration::from_secs(5)),
             move |_| {
                 let barrier = Arc::clone(&barrier);
                 async move {
@@ -223,7 +261,10 @@ async fn two_tools_of_a_round_run_concurrently_and_are_announced_first() {
     assert_eq!(events.len(), 4);
     assert_eq!(events[0].1, ToolStatus::Running);
     assert_eq!(events[1].1, ToolStatus::Running);
-    assert!(events[2..].iter().all(|e| e.1 == ToolStatus::Completed), "{events:?}");
+    assert!(
+        events[2..].iter().all(|e| e.1 == ToolStatus::Completed),
+        "{events:?}"
+    );
     // Tool messages follow call order whatever the completion order.
     let sent = tool_messages(&server.requests()[1]);
     assert_eq!(sent[0]["tool_call_id"], "a");
@@ -234,7 +275,8 @@ async fn two_tools_of_a_round_run_concurrently_and_are_announced_first() {
 #[tokio::test]
 async fn a_hung_tool_times_out_and_the_turn_goes_on() {
     let hang = FnTool::new(
-        ToolSpec::new("hang", "never returns", json!({"type":"object"})).with_timeout(Duration::from_millis(200)),
+        ToolSpec::new("hang", "never returns", json!({"type":"object"}))
+            .with_timeout(Duration::from_millis(200)),
         |_| async {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             Ok(String::new())
@@ -249,18 +291,29 @@ async fn a_hung_tool_times_out_and_the_turn_goes_on() {
     let run = run(&server, &registry(vec![hang]), &fast_retries()).await;
     let events = run.tool_events();
     assert_eq!(events[1].1, ToolStatus::Error);
-    assert!(events[1].2.as_deref().unwrap().contains("timeout"), "{events:?}");
+    assert!(
+        events[1].2.as_deref().unwrap().contains("timeout"),
+        "{events:?}"
+    );
     let outcome = run.outcome.unwrap();
     assert_eq!(outcome.end, TurnEnd::Completed);
     assert_eq!(outcome.transcript.text, "That tool is stuck.");
-    assert!(tool_messages(&server.requests()[1])[0]["content"].as_str().unwrap().contains("\"kind\":\"timeout\""));
+    assert!(
+        tool_messages(&server.requests()[1])[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("\"kind\":\"timeout\"")
+    );
 }
 
 #[tokio::test]
 async fn a_panicking_tool_becomes_an_error_event() {
-    let boom = FnTool::new(ToolSpec::new("boom", "panics", json!({"type":"object"})), |_| async {
-        panic!("kaboom");
-    });
+    let boom = FnTool::new(
+        ToolSpec::new("boom", "panics", json!({"type":"object"})),
+        |_| async {
+            panic!("kaboom");
+        },
+    );
     let server = ScriptedServer::start(vec![
         script::tool_calls(&[("x", "boom", "{}")], 1),
         script::text_reply("Oops."),
@@ -310,7 +363,9 @@ async fn schema_invalid_arguments_go_back_to_the_model_for_repair() {
             "adds",
             json!({"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}),
         ),
-        |args| async move { Ok((args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0)).to_string()) },
+        |args| async move {
+            Ok((args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0)).to_string())
+        },
     );
     let server = ScriptedServer::start(vec![
         script::tool_calls(&[("c1", "add", r#"{"a":"two","b":3}"#)], 3),
@@ -323,11 +378,26 @@ async fn schema_invalid_arguments_go_back_to_the_model_for_repair() {
     let events = run.tool_events();
     assert_eq!(events[1].1, ToolStatus::Error);
     let complaint = events[1].2.clone().unwrap();
-    assert!(complaint.contains("invalid_arguments") && complaint.contains("/a"), "{complaint}");
-    assert_eq!(events[3], ("add".to_owned(), ToolStatus::Completed, Some("5".to_owned())));
+    assert!(
+        complaint.contains("invalid_arguments") && complaint.contains("/a"),
+        "{complaint}"
+    );
+    assert_eq!(
+        events[3],
+        (
+            "add".to_owned(),
+            ToolStatus::Completed,
+            Some("5".to_owned())
+        )
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
-    assert!(tool_messages(&requests[1])[0]["content"].as_str().unwrap().contains("invalid_arguments"));
+    assert!(
+        tool_messages(&requests[1])[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("invalid_arguments")
+    );
     let outcome = run.outcome.unwrap();
     assert_eq!(outcome.transcript.rounds, 3);
     assert_eq!(outcome.transcript.text, "Five.");
@@ -353,20 +423,34 @@ async fn the_round_cap_ends_the_turn_with_a_clear_outcome() {
     let mut responses = Vec::new();
     for round in 0..6 {
         let id = format!("r{round}");
-        responses.push(script::tool_calls(&[(id.as_str(), "echo", r#"{"text":"again"}"#)], 1));
+        responses.push(script::tool_calls(
+            &[(id.as_str(), "echo", r#"{"text":"again"}"#)],
+            1,
+        ));
     }
     let server = ScriptedServer::start(responses).await.unwrap();
     let run = run(&server, &registry(vec![echo_tool()]), &fast_retries()).await;
-    let outcome = run.outcome.unwrap();
+    let outcome = run.outcome.clone().unwrap();
     assert_eq!(outcome.end, TurnEnd::RoundLimit);
     assert_eq!(outcome.transcript.rounds, 6);
     assert_eq!(server.requests().len(), 6, "never a seventh request");
     let events = run.tool_events();
     // Five rounds ran (running + completed); the sixth round's call was refused.
-    assert_eq!(events.iter().filter(|e| e.1 == ToolStatus::Completed).count(), 5);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e.1 == ToolStatus::Completed)
+            .count(),
+        5
+    );
     let last = events.last().unwrap();
     assert_eq!(last.1, ToolStatus::Error);
-    assert!(last.2.as_deref().unwrap().contains("limit of 6 tool rounds"));
+    assert!(
+        last.2
+            .as_deref()
+            .unwrap()
+            .contains("limit of 6 tool rounds")
+    );
     // Nothing lost: every call has its result in the transcript (a valid conversation to continue from).
     let calls = outcome
         .transcript
@@ -428,7 +512,12 @@ async fn empty_content_strings_and_keepalives_are_harmless() {
     .unwrap();
     let run = run(&server, &ToolRegistry::new(), &fast_retries()).await;
     assert_eq!(run.text(), "Fine.");
-    assert_eq!(run.items.len(), 1, "empty deltas are not forwarded: {:?}", run.items);
+    assert_eq!(
+        run.items.len(),
+        1,
+        "empty deltas are not forwarded: {:?}",
+        run.items
+    );
 }
 
 #[tokio::test]
@@ -437,15 +526,23 @@ async fn http_500_is_retried_then_reported_with_the_server_message() {
         code: 500,
         message: "model crashed".to_owned(),
     };
-    let server = ScriptedServer::start(vec![failure.clone(), failure.clone(), failure]).await.unwrap();
+    let server = ScriptedServer::start(vec![failure.clone(), failure.clone(), failure])
+        .await
+        .unwrap();
     let run = run(&server, &ToolRegistry::new(), &fast_retries()).await;
     let Err(AgentError::Llm { error, .. }) = run.outcome else {
         panic!("expected an LLM error, got {:?}", run.outcome);
     };
-    assert!(matches!(&error, LlmError::Http { status: 500, message } if message.contains("model crashed")), "{error:?}");
+    assert!(
+        matches!(&error, LlmError::Http { status: 500, message } if message.contains("model crashed")),
+        "{error:?}"
+    );
     assert_eq!(server.requests().len(), 3, "one try and two retries");
     assert_eq!(
-        run.items.iter().filter(|i| matches!(i, TurnItem::Retrying { .. })).count(),
+        run.items
+            .iter()
+            .filter(|i| matches!(i, TurnItem::Retrying { .. }))
+            .count(),
         2
     );
 }
@@ -479,8 +576,13 @@ async fn http_4xx_is_not_retried() {
     let Err(AgentError::Llm { error, .. }) = run.outcome else {
         panic!("expected an LLM error");
     };
-    assert!(matches!(&error, LlmError::Http { status: 401, message } if message.contains("Incorrect API key")));
-    assert!(!error.to_string().contains("sk-test-secret"), "the key never appears in errors");
+    assert!(
+        matches!(&error, LlmError::Http { status: 401, message } if message.contains("Incorrect API key"))
+    );
+    assert!(
+        !error.to_string().contains("sk-test-secret"),
+        "the key never appears in errors"
+    );
     assert_eq!(server.requests().len(), 1);
 }
 
@@ -492,7 +594,14 @@ async fn connection_refused_is_unreachable() {
         listener.local_addr().unwrap().port()
     };
     let url = format!("http://127.0.0.1:{port}/v1");
-    let run = run_with_cancel(&url, &ToolRegistry::new(), &fast_retries(), CancellationToken::new(), None).await;
+    let run = run_with_cancel(
+        &url,
+        &ToolRegistry::new(),
+        &fast_retries(),
+        CancellationToken::new(),
+        None,
+    )
+    .await;
     let Err(AgentError::Llm { error, .. }) = run.outcome else {
         panic!("expected an LLM error");
     };
@@ -503,7 +612,10 @@ async fn connection_refused_is_unreachable() {
 
 #[tokio::test]
 async fn a_mid_stream_disconnect_is_an_error_and_keeps_the_partial_text() {
-    let server = ScriptedServer::start(vec![script::text_then_disconnect("I was just saying that")]).await.unwrap();
+    let server =
+        ScriptedServer::start(vec![script::text_then_disconnect("I was just saying that")])
+            .await
+            .unwrap();
     let run = run(&server, &ToolRegistry::new(), &fast_retries()).await;
     let Err(AgentError::Llm { error, transcript }) = run.outcome else {
         panic!("expected an LLM error");
@@ -522,7 +634,13 @@ async fn a_stream_that_ends_without_finishing_is_an_error() {
     .await
     .unwrap();
     let run = run(&server, &ToolRegistry::new(), &fast_retries()).await;
-    assert!(matches!(run.outcome, Err(AgentError::Llm { error: LlmError::Stream(_), .. })));
+    assert!(matches!(
+        run.outcome,
+        Err(AgentError::Llm {
+            error: LlmError::Stream(_),
+            ..
+        })
+    ));
 }
 
 #[tokio::test]
@@ -575,7 +693,8 @@ async fn interrupt_during_tools_cancels_them() {
     let started = Arc::new(AtomicU32::new(0));
     let counter = Arc::clone(&started);
     let slow = FnTool::new(
-        ToolSpec::new("slow", "slow", json!({"type":"object"})).with_timeout(Duration::from_secs(30)),
+        ToolSpec::new("slow", "slow", json!({"type":"object"}))
+            .with_timeout(Duration::from_secs(30)),
         move |_| {
             let counter = Arc::clone(&counter);
             async move {
@@ -585,15 +704,28 @@ async fn interrupt_during_tools_cancels_them() {
             }
         },
     );
-    let server = ScriptedServer::start(vec![script::tool_calls(&[("s", "slow", "{}")], 1)]).await.unwrap();
+    let server = ScriptedServer::start(vec![script::tool_calls(&[("s", "slow", "{}")], 1)])
+        .await
+        .unwrap();
     let cancel = CancellationToken::new();
     let canceller = cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
         canceller.cancel();
     });
-    let run = run_with_cancel(&server.base_url(), &registry(vec![slow]), &fast_retries(), cancel, None).await;
+    let run = run_with_cancel(
+        &server.base_url(),
+        &registry(vec![slow]),
+        &fast_retries(),
+        cancel,
+        None,
+    )
+    .await;
     assert_eq!(started.load(Ordering::SeqCst), 1);
-    assert!(matches!(run.outcome, Err(AgentError::Cancelled { .. })), "{:?}", run.outcome);
+    assert!(
+        matches!(run.outcome, Err(AgentError::Cancelled { .. })),
+        "{:?}",
+        run.outcome
+    );
     assert!(run.tool_events().iter().any(|e| e.1 == ToolStatus::Error && e.2.as_deref().unwrap_or("").contains("cancelled")));
 }

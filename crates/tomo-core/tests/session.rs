@@ -34,8 +34,18 @@ async fn memory_context_is_in_the_user_message_and_hooks_fire_in_order() {
     hook.memory = Some("The user's name is Ada. She likes green tea.".to_owned());
     let hook = Arc::new(hook);
     let sink = PacedSink::new(Duration::from_millis(150));
-    let (session, mut events) = start(&profile, environment(dir.path(), vec![hook.clone()]), sink.clone()).await;
-    session.send(Op::UserText { text: "Hello!".into() }).await.unwrap();
+    let (session, mut events) = start(
+        &profile,
+        environment(dir.path(), vec![hook.clone()]),
+        sink.clone(),
+    )
+    .await;
+    session
+        .send(Op::UserText {
+            text: "Hello!".into(),
+        })
+        .await
+        .unwrap();
     let seen = collect_until(&mut events, is_idle).await;
 
     let request = &server.requests()[0];
@@ -45,7 +55,11 @@ async fn memory_context_is_in_the_user_message_and_hooks_fire_in_order() {
     assert!(!content(&messages[0]).contains("Ada"));
     let user = messages.last().unwrap();
     assert_eq!(user["role"], "user");
-    assert!(content(user).starts_with("[memory context]\nThe user's name is Ada."), "{}", content(user));
+    assert!(
+        content(user).starts_with("[memory context]\nThe user's name is Ada."),
+        "{}",
+        content(user)
+    );
     assert!(content(user).ends_with("Hello!"));
 
     let calls = hook.calls();
@@ -61,12 +75,24 @@ async fn memory_context_is_in_the_user_message_and_hooks_fire_in_order() {
     );
     // after_playback fires only once the last sentence has played to its end.
     let last_played = sink.played().last().unwrap().2;
-    assert!(calls[2].1 >= last_played, "after_playback fired before the sink drained");
-    assert!(calls[1].1 < last_played, "after_turn does not wait for audio");
+    assert!(
+        calls[2].1 >= last_played,
+        "after_playback fired before the sink drained"
+    );
+    assert!(
+        calls[1].1 < last_played,
+        "after_turn does not wait for audio"
+    );
 
     let kinds: Vec<&Event> = seen.iter().map(|e| &e.event).collect();
-    let finished = kinds.iter().position(|e| matches!(e, Event::TurnFinished { .. })).unwrap();
-    let drained = kinds.iter().position(|e| matches!(e, Event::PlaybackDrained { .. })).unwrap();
+    let finished = kinds
+        .iter()
+        .position(|e| matches!(e, Event::TurnFinished { .. }))
+        .unwrap();
+    let drained = kinds
+        .iter()
+        .position(|e| matches!(e, Event::PlaybackDrained { .. }))
+        .unwrap();
     assert!(finished < drained);
     let sentences: Vec<_> = seen
         .iter()
@@ -76,7 +102,10 @@ async fn memory_context_is_in_the_user_message_and_hooks_fire_in_order() {
         })
         .collect();
     assert!(sentences.len() >= 2, "{sentences:?}");
-    assert_eq!(sentences[0].actions, vec![Action::Emotion { name: "joy".into() }]);
+    assert_eq!(
+        sentences[0].actions,
+        vec![Action::Emotion { name: "joy".into() }]
+    );
     assert!(!sentences[0].display_text.contains("[joy]"));
     session.send(Op::Shutdown).await.unwrap();
     session.join().await;
@@ -84,7 +113,9 @@ async fn memory_context_is_in_the_user_message_and_hooks_fire_in_order() {
 
 #[tokio::test]
 async fn failing_and_stalled_hooks_are_reported_and_skipped() {
-    let server = ScriptedServer::start(vec![script::text_reply("Still here.")]).await.unwrap();
+    let server = ScriptedServer::start(vec![script::text_reply("Still here.")])
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
     let mut failing = RecordingHook::new("failing");
@@ -93,34 +124,71 @@ async fn failing_and_stalled_hooks_are_reported_and_skipped() {
     stalled.stall = true;
     let mut good = RecordingHook::new("good");
     good.memory = Some("Remember: likes cats.".into());
-    let hooks: Vec<Arc<dyn tomo_core::hooks::Hook>> = vec![Arc::new(failing), Arc::new(stalled), Arc::new(good)];
-    let (session, mut events) = start(&profile, environment(dir.path(), hooks), Arc::new(TextSink)).await;
-    session.send(Op::UserText { text: "hi".into() }).await.unwrap();
+    let hooks: Vec<Arc<dyn tomo_core::hooks::Hook>> =
+        vec![Arc::new(failing), Arc::new(stalled), Arc::new(good)];
+    let (session, mut events) =
+        start(&profile, environment(dir.path(), hooks), Arc::new(TextSink)).await;
+    session
+        .send(Op::UserText { text: "hi".into() })
+        .await
+        .unwrap();
     let seen = collect_until(&mut events, is_idle).await;
     let failures: Vec<(String, HookStage, String)> = seen
         .iter()
         .filter_map(|e| match &e.event {
-            Event::HookFailed { hook, stage, message, .. } => Some((hook.clone(), *stage, message.clone())),
+            Event::HookFailed {
+                hook,
+                stage,
+                message,
+                ..
+            } => Some((hook.clone(), *stage, message.clone())),
             _ => None,
         })
         .collect();
-    assert!(failures.contains(&("failing".into(), HookStage::BeforeTurn, "deliberate failure".into())));
-    assert!(failures.iter().any(|(h, s, m)| h == "stalled" && *s == HookStage::BeforeTurn && m.contains("timed out")));
-    assert!(seen.iter().any(|e| matches!(&e.event, Event::TurnFinished { text, .. } if text == "Still here.")));
+    assert!(failures.contains(&(
+        "failing".into(),
+        HookStage::BeforeTurn,
+        "deliberate failure".into()
+    )));
+    assert!(
+        failures.iter().any(|(h, s, m)| h == "stalled"
+            && *s == HookStage::BeforeTurn
+            && m.contains("timed out"))
+    );
+    assert!(
+        seen.iter()
+            .any(|e| matches!(&e.event, Event::TurnFinished { text, .. } if text == "Still here."))
+    );
     let user = server.requests()[0].messages().last().unwrap().clone();
     assert!(content(&user).contains("Remember: likes cats."));
 }
 
 #[tokio::test]
 async fn events_are_sequenced_and_state_walks_idle_thinking_speaking_idle() {
-    let server = ScriptedServer::start(vec![script::text_reply("One. Two. Three.")]).await.unwrap();
+    let server = ScriptedServer::start(vec![script::text_reply("One. Two. Three.")])
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let (session, mut events) = start(&profile, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
-    session.send(Op::UserText { text: "count".into() }).await.unwrap();
+    let (session, mut events) = start(
+        &profile,
+        environment(dir.path(), vec![]),
+        Arc::new(TextSink),
+    )
+    .await;
+    session
+        .send(Op::UserText {
+            text: "count".into(),
+        })
+        .await
+        .unwrap();
     let seen = collect_until(&mut events, is_idle).await;
     let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "seq starts at 1 and has no gaps");
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "seq starts at 1 and has no gaps"
+    );
     assert!(matches!(seen[0].event, Event::SessionReady { .. }));
     let states: Vec<(SessionState, SessionState)> = seen
         .iter()
@@ -161,8 +229,18 @@ async fn interrupt_aborts_the_turn_and_history_keeps_the_partial_answer() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let (session, mut events) = start(&profile, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
-    session.send(Op::UserText { text: "story please".into() }).await.unwrap();
+    let (session, mut events) = start(
+        &profile,
+        environment(dir.path(), vec![]),
+        Arc::new(TextSink),
+    )
+    .await;
+    session
+        .send(Op::UserText {
+            text: "story please".into(),
+        })
+        .await
+        .unwrap();
     collect_until(&mut events, |e| matches!(e, Event::TextDelta { .. })).await;
     session.send(Op::Interrupt).await.unwrap();
     let seen = collect_until(&mut events, is_idle).await;
@@ -174,15 +252,25 @@ async fn interrupt_aborts_the_turn_and_history_keeps_the_partial_answer() {
         })
         .expect("turn_aborted");
     assert!(!partial.is_empty() && long.starts_with(&partial) && partial.len() < long.len());
-    assert!(!seen.iter().any(|e| matches!(e.event, Event::TurnFinished { .. })));
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(e.event, Event::TurnFinished { .. }))
+    );
 
-    let history = std::fs::read_to_string(dir.path().join("characters/hana/history.jsonl")).unwrap();
+    let history =
+        std::fs::read_to_string(dir.path().join("characters/hana/history.jsonl")).unwrap();
     let last: Value = serde_json::from_str(history.lines().last().unwrap()).unwrap();
     assert_eq!(last["interrupted"], true);
     assert_eq!(last["content"], partial.as_str());
 
     // The next turn sends the interrupted exchange as context.
-    session.send(Op::UserText { text: "ok, stop".into() }).await.unwrap();
+    session
+        .send(Op::UserText {
+            text: "ok, stop".into(),
+        })
+        .await
+        .unwrap();
     collect_until(&mut events, is_idle).await;
     let messages = server.requests()[1].messages().to_vec();
     assert_eq!(content(&messages[1]), "story please");
@@ -193,40 +281,86 @@ async fn interrupt_aborts_the_turn_and_history_keeps_the_partial_answer() {
 #[tokio::test]
 async fn a_new_user_message_wins_over_the_turn_in_flight() {
     let server = ScriptedServer::start(vec![
-        script::text_reply_with_delay("This answer is slow and will be cut off.", Duration::from_millis(500), Duration::from_millis(100)),
+        script::text_reply_with_delay(
+            "This answer is slow and will be cut off.",
+            Duration::from_millis(500),
+            Duration::from_millis(100),
+        ),
         script::text_reply("Answering the second."),
     ])
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let (session, mut events) = start(&profile, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
-    session.send(Op::UserText { text: "first".into() }).await.unwrap();
-    collect_until(&mut events, |e| matches!(e, Event::TurnStarted { .. })).await;
-    session.send(Op::UserText { text: "second".into() }).await.unwrap();
+    let (session, mut events) = start(
+        &profile,
+        environment(dir.path(), vec![]),
+        Arc::new(TextSink),
+    )
+    .await;
+    session
+        .send(Op::UserText {
+            text: "first".into(),
+        })
+        .await
+        .unwrap();
+    // Wait until the slow answer is really in flight (responses are served in arrival order).
+    server
+        .wait_for_requests(1, Duration::from_secs(10))
+        .await
+        .unwrap();
+    session
+        .send(Op::UserText {
+            text: "second".into(),
+        })
+        .await
+        .unwrap();
     let seen = collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
-    assert!(seen.iter().any(|e| matches!(e.event, Event::TurnAborted { .. })));
-    assert!(seen.iter().any(|e| matches!(&e.event, Event::TurnFinished { text, .. } if text == "Answering the second.")));
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e.event, Event::TurnAborted { .. }))
+    );
+    assert!(seen.iter().any(|e| matches!(&e.event, Event::TurnFinished { text, .. } if text == "Answering the second.")), "{seen:#?}");
 }
 
 #[tokio::test]
 async fn an_llm_error_is_recoverable_and_the_next_turn_works() {
     let server = ScriptedServer::start(vec![
-        ScriptedResponse::Status { code: 401, message: "bad key".into() },
+        ScriptedResponse::Status {
+            code: 401,
+            message: "bad key".into(),
+        },
         script::text_reply("Working again."),
     ])
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let (session, mut events) = start(&profile, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
-    session.send(Op::UserText { text: "one".into() }).await.unwrap();
+    let (session, mut events) = start(
+        &profile,
+        environment(dir.path(), vec![]),
+        Arc::new(TextSink),
+    )
+    .await;
+    session
+        .send(Op::UserText { text: "one".into() })
+        .await
+        .unwrap();
     let seen = collect_until(&mut events, is_idle).await;
     assert!(seen.iter().any(|e| matches!(&e.event,
         Event::Error { code: ErrorCode::LlmHttp, message, recoverable: true } if message.contains("bad key"))));
-    session.send(Op::UserText { text: "two".into() }).await.unwrap();
+    session
+        .send(Op::UserText { text: "two".into() })
+        .await
+        .unwrap();
     let seen = collect_until(&mut events, is_idle).await;
-    assert!(seen.iter().any(|e| matches!(&e.event, Event::TurnFinished { end: TurnEnd::Completed, .. })));
+    assert!(seen.iter().any(|e| matches!(
+        &e.event,
+        Event::TurnFinished {
+            end: TurnEnd::Completed,
+            ..
+        }
+    )));
 }
 
 #[tokio::test]
@@ -242,14 +376,26 @@ async fn history_persists_across_sessions_and_is_isolated_per_character() {
     let hana = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
     let kuro = write_profile(dir.path(), "kuro.toml", "Kuro", "kuro", &server.base_url());
     {
-        let (session, mut events) = start(&hana, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
-        session.send(Op::UserText { text: "I am Ada.".into() }).await.unwrap();
+        let (session, mut events) =
+            start(&hana, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
+        session
+            .send(Op::UserText {
+                text: "I am Ada.".into(),
+            })
+            .await
+            .unwrap();
         collect_until(&mut events, is_idle).await;
         session.send(Op::Shutdown).await.unwrap();
         session.join().await;
     }
-    let (session, mut events) = start(&hana, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
-    session.send(Op::UserText { text: "Who am I?".into() }).await.unwrap();
+    let (session, mut events) =
+        start(&hana, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
+    session
+        .send(Op::UserText {
+            text: "Who am I?".into(),
+        })
+        .await
+        .unwrap();
     collect_until(&mut events, is_idle).await;
     let messages = server.requests()[1].messages().to_vec();
     assert_eq!(content(&messages[1]), "I am Ada.");
@@ -258,35 +404,60 @@ async fn history_persists_across_sessions_and_is_isolated_per_character() {
 
     // Switching character swaps persona and memory space.
     session
-        .send(Op::SwitchProfile { path: kuro.to_string_lossy().into_owned() })
+        .send(Op::SwitchProfile {
+            path: kuro.to_string_lossy().into_owned(),
+        })
         .await
         .unwrap();
     let seen = collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
-    assert!(matches!(&seen.last().unwrap().event, Event::SessionReady { character, agent_id, .. } if character == "Kuro" && agent_id == "kuro"));
-    session.send(Op::UserText { text: "Who am I?".into() }).await.unwrap();
+    assert!(
+        matches!(&seen.last().unwrap().event, Event::SessionReady { character, agent_id, .. } if character == "Kuro" && agent_id == "kuro")
+    );
+    session
+        .send(Op::UserText {
+            text: "Who am I?".into(),
+        })
+        .await
+        .unwrap();
     collect_until(&mut events, is_idle).await;
     let messages = server.requests()[2].messages().to_vec();
-    assert_eq!(messages.len(), 2, "Kuro sees none of Hana's history: {messages:?}");
+    assert_eq!(
+        messages.len(),
+        2,
+        "Kuro sees none of Hana's history: {messages:?}"
+    );
     assert!(content(&messages[0]).contains("You are Kuro"));
 }
 
 #[tokio::test]
 async fn a_broken_profile_switch_keeps_the_current_character() {
-    let server = ScriptedServer::start(vec![script::text_reply("Still Hana.")]).await.unwrap();
+    let server = ScriptedServer::start(vec![script::text_reply("Still Hana.")])
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let hana = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
     let broken = dir.path().join("broken.toml");
     std::fs::write(&broken, "[character]\nname = 3\n").unwrap();
-    let (session, mut events) = start(&hana, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
+    let (session, mut events) =
+        start(&hana, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
     session
-        .send(Op::SwitchProfile { path: broken.to_string_lossy().into_owned() })
+        .send(Op::SwitchProfile {
+            path: broken.to_string_lossy().into_owned(),
+        })
         .await
         .unwrap();
     let seen = collect_until(&mut events, |e| matches!(e, Event::Error { .. })).await;
-    let Event::Error { code, message, .. } = &seen.last().unwrap().event else { unreachable!() };
+    let Event::Error { code, message, .. } = &seen.last().unwrap().event else {
+        unreachable!()
+    };
     assert_eq!(*code, ErrorCode::Profile);
     assert!(message.contains("broken.toml:2:"), "{message}");
-    session.send(Op::UserText { text: "who are you".into() }).await.unwrap();
+    session
+        .send(Op::UserText {
+            text: "who are you".into(),
+        })
+        .await
+        .unwrap();
     collect_until(&mut events, is_idle).await;
     assert!(content(&server.requests()[0].messages()[0]).contains("You are Hana"));
 }

@@ -39,7 +39,10 @@ pub enum TurnItem {
     Reasoning(String),
     ToolCall(ToolCallEvent),
     /// A request failed before its first token and is being retried.
-    Retrying { attempt: u32, error: LlmError },
+    Retrying {
+        attempt: u32,
+        error: LlmError,
+    },
 }
 
 /// Everything a turn produced, for history.
@@ -99,7 +102,10 @@ pub async fn run_turn(
         .await;
         let streamed = match streamed {
             Ok(streamed) => streamed,
-            Err(round::RoundError::Llm { error, partial_text }) => {
+            Err(round::RoundError::Llm {
+                error,
+                partial_text,
+            }) => {
                 transcript.unfinished_text = partial_text;
                 join_text(&mut transcript.text, &transcript.unfinished_text);
                 return Err(AgentError::Llm { error, transcript });
@@ -112,7 +118,9 @@ pub async fn run_turn(
         };
         join_text(&mut transcript.text, &streamed.text);
         if streamed.calls.is_empty() {
-            transcript.messages.push(ChatMessage::assistant(streamed.text));
+            transcript
+                .messages
+                .push(ChatMessage::assistant(streamed.text));
             return Ok(TurnOutcome {
                 end: TurnEnd::Completed,
                 transcript,
@@ -154,7 +162,10 @@ fn join_text(total: &mut String, more: &str) {
     if more.is_empty() {
         return;
     }
-    if !total.is_empty() && !total.ends_with(char::is_whitespace) && !more.starts_with(char::is_whitespace) {
+    if !total.is_empty()
+        && !total.ends_with(char::is_whitespace)
+        && !more.starts_with(char::is_whitespace)
+    {
         total.push(' ');
     }
     total.push_str(more);

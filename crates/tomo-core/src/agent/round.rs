@@ -9,8 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{AgentConfig, TurnItem};
 use crate::llm::{
-    AssembledCall, ChatMessage, FunctionCall, LlmClient, LlmError, LlmEvent, LlmStream, ToolCallAssembler,
-    ToolDefinition, WireToolCall,
+    AssembledCall, ChatMessage, FunctionCall, LlmClient, LlmError, LlmEvent, LlmStream,
+    ToolCallAssembler, ToolDefinition, WireToolCall,
 };
 use crate::protocol::{ToolCallEvent, ToolStatus};
 use crate::tools::{ToolContext, ToolError, ToolRegistry};
@@ -21,8 +21,13 @@ pub(super) struct StreamedRound {
 }
 
 pub(super) enum RoundError {
-    Llm { error: LlmError, partial_text: String },
-    Cancelled { partial_text: String },
+    Llm {
+        error: LlmError,
+        partial_text: String,
+    },
+    Cancelled {
+        partial_text: String,
+    },
 }
 
 /// Streams one request. Text and reasoning are forwarded as they arrive. A failure before anything was
@@ -88,7 +93,9 @@ pub(super) async fn stream_round(
                     partial_text: text,
                 });
             }
-            Err(RoundError::Cancelled { .. }) => return Err(RoundError::Cancelled { partial_text: text }),
+            Err(RoundError::Cancelled { .. }) => {
+                return Err(RoundError::Cancelled { partial_text: text });
+            }
         }
     }
 }
@@ -200,14 +207,21 @@ pub(super) async fn run_calls(
 ) -> Vec<ChatMessage> {
     for call in calls {
         // A closed receiver means the turn is gone; the cancel token stops the tools below.
-        let _ = items.send(event(call, round, ToolStatus::Running, None)).await;
+        let _ = items
+            .send(event(call, round, ToolStatus::Running, None))
+            .await;
     }
     let mut running: FuturesUnordered<_> = calls
         .iter()
         .enumerate()
         .map(|(position, call)| {
             let ctx = ctx.clone();
-            async move { (position, tools.execute(&call.name, &call.arguments, ctx).await) }
+            async move {
+                (
+                    position,
+                    tools.execute(&call.name, &call.arguments, ctx).await,
+                )
+            }
         })
         .collect();
     let mut results: Vec<Option<String>> = vec![None; calls.len()];

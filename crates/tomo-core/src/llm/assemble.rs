@@ -107,7 +107,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn frag(index: Option<u32>, id: Option<&str>, name: Option<&str>, args: Option<Value>) -> ToolCallFragment {
+    fn frag(
+        index: Option<u32>,
+        id: Option<&str>,
+        name: Option<&str>,
+        args: Option<Value>,
+    ) -> ToolCallFragment {
         ToolCallFragment {
             position: 0,
             index,
@@ -121,7 +126,12 @@ mod tests {
     fn interleaved_fragments_assemble_by_index() {
         let mut asm = ToolCallAssembler::default();
         asm.push(frag(Some(0), Some("a"), Some("get_time"), Some(json!(""))));
-        asm.push(frag(Some(1), Some("b"), Some("web_fetch"), Some(json!("{\"u"))));
+        asm.push(frag(
+            Some(1),
+            Some("b"),
+            Some("web_fetch"),
+            Some(json!("{\"u")),
+        ));
         asm.push(frag(Some(0), None, None, Some(json!("{}"))));
         asm.push(frag(Some(1), None, None, Some(json!("rl\":\"x\"}"))));
         let calls = asm.finish(1);
@@ -136,7 +146,12 @@ mod tests {
     #[test]
     fn repeated_name_and_id_are_not_duplicated() {
         let mut asm = ToolCallAssembler::default();
-        asm.push(frag(Some(0), Some("a"), Some("echo"), Some(json!("{\"t\""))));
+        asm.push(frag(
+            Some(0),
+            Some("a"),
+            Some("echo"),
+            Some(json!("{\"t\"")),
+        ));
         asm.push(frag(Some(0), Some("a"), Some("echo"), Some(json!(":1}"))));
         let calls = asm.finish(1);
         assert_eq!(calls[0].name, "echo");

@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
+use async_openai::middleware::ReqwestService;
 use futures::{Stream, StreamExt};
 
 use super::assemble::ToolCallFragment;
@@ -59,7 +60,9 @@ pub struct LlmClient {
 
 impl fmt::Debug for LlmClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LlmClient").field("endpoint", &self.endpoint).finish()
+        f.debug_struct("LlmClient")
+            .field("endpoint", &self.endpoint)
+            .finish()
     }
 }
 
@@ -83,10 +86,12 @@ impl LlmClient {
             .read_timeout(endpoint.idle_timeout)
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))?;
-        Ok(Self {
-            client: Client::with_config(config).with_http_client(http),
-            endpoint,
-        })
+        // A bare transport: async-openai's default executor retries 5xx/429/connect errors on its own,
+        // which would multiply our retries and hide them from the user.
+        let client = Client::with_config(config)
+            .with_http_client(http.clone())
+            .with_http_service(ReqwestService::new(http));
+        Ok(Self { client, endpoint })
     }
 
     pub fn endpoint(&self) -> &LlmEndpoint {
@@ -124,7 +129,12 @@ impl LlmClient {
     }
 
     fn map_error(&self, error: OpenAIError, phase: Phase) -> LlmError {
-        map_openai_error(error, phase, &self.endpoint.base_url, self.endpoint.idle_timeout)
+        map_openai_error(
+            error,
+            phase,
+            &self.endpoint.base_url,
+            self.endpoint.idle_timeout,
+        )
     }
 }
 
@@ -137,7 +147,9 @@ enum Phase {
 fn map_openai_error(error: OpenAIError, phase: Phase, url: &str, idle: Duration) -> LlmError {
     match error {
         OpenAIError::Reqwest(e) if e.is_timeout() => LlmError::Timeout(idle),
-        OpenAIError::Reqwest(e) if phase == Phase::Connect && (e.is_connect() || e.is_request()) => {
+        OpenAIError::Reqwest(e)
+            if phase == Phase::Connect && (e.is_connect() || e.is_request()) =>
+        {
             LlmError::Unreachable {
                 url: url.to_owned(),
                 message: root_cause(&e),
@@ -152,7 +164,7 @@ fn map_openai_error(error: OpenAIError, phase: Phase, url: &str, idle: Duration)
         },
         OpenAIError::ApiError(api) => LlmError::Http {
             status: api.status_code.as_u16(),
-            message: api.api_error.message,
+            message: server_message(api.api_error.message),
         },
         OpenAIError::JSONDeserialize(e, content) => {
             LlmError::Malformed(format!("{e} in `{}`", truncate(&content, 200)))
@@ -167,6 +179,14 @@ fn map_openai_error(error: OpenAIError, phase: Phase, url: &str, idle: Duration)
         OpenAIError::InvalidArgument(message) => LlmError::Config(message),
         other => LlmError::Stream(other.to_string()),
     }
+}
+
+/// For 5xx answers async-openai passes the raw body; dig the message out of an OpenAI-style error body.
+fn server_message(body: String) -> String {
+    serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| truncate(body.trim(), 300))
 }
 
 /// reqwest's top-level message is generic ("error sending request"); the cause says what happened.

@@ -84,7 +84,11 @@ impl Character {
                 .filter(|key| !key.is_empty())
         });
         let client = LlmClient::new(LlmEndpoint {
-            base_url: env.llm.base_url.clone().unwrap_or_else(|| llm.base_url.clone()),
+            base_url: env
+                .llm
+                .base_url
+                .clone()
+                .unwrap_or_else(|| llm.base_url.clone()),
             model: env.llm.model.clone().unwrap_or_else(|| llm.model.clone()),
             api_key,
             temperature: llm.temperature,

@@ -14,7 +14,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use character::{Character, CharacterError, Environment, LlmOverrides, character_dir, default_data_root};
+pub use character::{
+    Character, CharacterError, Environment, LlmOverrides, character_dir, default_data_root,
+};
 pub use hooks::HookFailure;
 
 use crate::plugins::host::PluginProblem;

@@ -91,7 +91,11 @@ async fn execute(
         turn_id,
         user_text: input.user_text.clone(),
     });
-    let user_record = record(turn_id, ChatMessage::user(&input.user_text), input.proactive);
+    let user_record = record(
+        turn_id,
+        ChatMessage::user(&input.user_text),
+        input.proactive,
+    );
     if let Err(error) = character.append_history(vec![user_record]) {
         reporter.event(history_error(&error));
     }
@@ -141,7 +145,14 @@ async fn execute(
                 end: outcome.end,
                 text: outcome.transcript.text.clone(),
             });
-            save_transcript(character, turn_id, input.proactive, &outcome.transcript, false, reporter);
+            save_transcript(
+                character,
+                turn_id,
+                input.proactive,
+                &outcome.transcript,
+                false,
+                reporter,
+            );
             let turn = Arc::new(TurnRecord {
                 user_text: input.user_text.clone(),
                 assistant_text: outcome.transcript.text,
@@ -151,7 +162,14 @@ async fn execute(
         }
         Err(AgentError::Cancelled { transcript }) => {
             sink.interrupt();
-            save_transcript(character, turn_id, input.proactive, &transcript, true, reporter);
+            save_transcript(
+                character,
+                turn_id,
+                input.proactive,
+                &transcript,
+                true,
+                reporter,
+            );
             reporter.event(Event::TurnAborted {
                 turn_id,
                 partial_text: transcript.text,
@@ -160,7 +178,14 @@ async fn execute(
         Err(AgentError::Llm { error, transcript }) => {
             // Sentences already spoken stay; the rest of the pipeline is flushed so nothing shown is lost.
             spoken.flush(sink, reporter);
-            save_transcript(character, turn_id, input.proactive, &transcript, true, reporter);
+            save_transcript(
+                character,
+                turn_id,
+                input.proactive,
+                &transcript,
+                true,
+                reporter,
+            );
             reporter.event(Event::Error {
                 code: error.code(),
                 message: error.to_string(),
@@ -331,7 +356,11 @@ fn save_transcript(
         .map(|m| record(turn_id, m.clone(), proactive))
         .collect();
     if !transcript.unfinished_text.trim().is_empty() {
-        let mut cut = record(turn_id, ChatMessage::assistant(&transcript.unfinished_text), proactive);
+        let mut cut = record(
+            turn_id,
+            ChatMessage::assistant(&transcript.unfinished_text),
+            proactive,
+        );
         cut.interrupted = interrupted;
         records.push(cut);
     }

@@ -126,7 +126,11 @@ impl ToolRegistry {
             .iter_errors(&args_value)
             .map(|error| {
                 let path = error.instance_path().to_string();
-                let at = if path.is_empty() { "/".to_owned() } else { path };
+                let at = if path.is_empty() {
+                    "/".to_owned()
+                } else {
+                    path
+                };
                 format!("at `{at}`: {error}")
             })
             .collect();
@@ -137,7 +141,8 @@ impl ToolRegistry {
                 attempts: 0,
             };
         }
-        let (result, attempts) = run_with_retries(Arc::clone(&registered.tool), args_value, ctx).await;
+        let (result, attempts) =
+            run_with_retries(Arc::clone(&registered.tool), args_value, ctx).await;
         ToolExecution {
             args,
             result,

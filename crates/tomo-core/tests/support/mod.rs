@@ -35,8 +35,12 @@ impl Tool for FnTool {
         &self.spec
     }
 
-    fn call(&self, args: Value, _ctx: ToolContext) -> BoxFuture<'static, Result<String, ToolError>> {
+    fn call(
+        &self,
+        args: Value,
+        _ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<String, ToolError>> {
         (self.handler)(args)
     }
 }
-#[allow(dead_code)] pub mod session;
+pub mod session;

@@ -1,7 +1,5 @@
 //! Session test helpers: profiles on disk, a paced output sink, a recording hook, event waiting.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,7 +12,13 @@ use tomo_core::protocol::{Event, EventEnvelope, Sentence, TurnId};
 use tomo_core::session::{Environment, LlmOverrides, SessionHandle, start_session};
 use tomo_core::sink::{OutputSink, SinkError};
 
-pub fn write_profile(dir: &Path, file: &str, name: &str, agent_id: &str, base_url: &str) -> PathBuf {
+pub fn write_profile(
+    dir: &Path,
+    file: &str,
+    name: &str,
+    agent_id: &str,
+    base_url: &str,
+) -> PathBuf {
     let path = dir.join(file);
     let text = format!(
         r#"[character]
@@ -118,7 +122,9 @@ impl PacedSink {
 impl OutputSink for PacedSink {
     fn enqueue(&self, turn: TurnId, sentence: Sentence) -> Result<(), SinkError> {
         let mut state = self.state.lock().unwrap();
-        let start = state.busy_until.map_or(Instant::now(), |t| t.max(Instant::now()));
+        let start = state
+            .busy_until
+            .map_or(Instant::now(), |t| t.max(Instant::now()));
         let end = start + self.per_sentence;
         state.busy_until = Some(end);
         state.played.push((turn, sentence.index, end));
@@ -206,7 +212,11 @@ impl Hook for RecordingHook {
         self.outcome(self.memory.clone())
     }
 
-    fn on_after_turn(&self, turn: Arc<TurnRecord>, _ctx: Arc<HookContext>) -> BoxFuture<'static, Result<(), HookError>> {
+    fn on_after_turn(
+        &self,
+        turn: Arc<TurnRecord>,
+        _ctx: Arc<HookContext>,
+    ) -> BoxFuture<'static, Result<(), HookError>> {
         self.record(Call::AfterTurn(turn.assistant_text.clone()));
         self.outcome(())
     }
