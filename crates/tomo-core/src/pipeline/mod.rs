@@ -15,6 +15,11 @@ pub mod tts_filter;
 
 use crate::protocol::{Action, Sentence, ToolCallEvent};
 
+pub use actions::ActionExtractor;
+pub use display::DisplayProcessor;
+pub use divider::SentenceDivider;
+pub use tts_filter::{TtsFilter, speakable};
+
 /// A sentence on its way through the stages, before it becomes a [`Sentence`].
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SentenceDraft {
@@ -47,3 +52,101 @@ pub trait Stage: Send {
     /// End of the stream: flush anything buffered into `out`.
     fn finish(&mut self, out: &mut Vec<PipelineItem>);
 }
+
+/// What a [`Pipeline`] needs from the profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineSettings {
+    /// Emotion names (keys of the profile's emotion map); `[name]` tags in the text become actions.
+    pub emotions: Vec<String>,
+    /// Show `<think>` content in `display_text` (it is never spoken).
+    pub show_think: bool,
+    /// Cut the turn's first sentence at its first comma once it has a few words, so TTS starts early.
+    pub first_clause_fast_path: bool,
+}
+
+impl Default for PipelineSettings {
+    fn default() -> Self {
+        Self {
+            emotions: Vec::new(),
+            show_think: false,
+            first_clause_fast_path: true,
+        }
+    }
+}
+
+/// The four stages chained: text deltas and tool events in, [`Sentence`]s and tool events out, in order.
+///
+/// Create one per turn: sentence indices count from 0 per instance. [`Pipeline::finish`] flushes and
+/// resets the stages (so the first-clause fast path re-arms) but does not restart the numbering.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    divider: SentenceDivider,
+    actions: ActionExtractor,
+    display: DisplayProcessor,
+    tts: TtsFilter,
+    next_index: u32,
+}
+
+impl Pipeline {
+    pub fn new(settings: &PipelineSettings) -> Self {
+        Self {
+            divider: SentenceDivider::new(settings.first_clause_fast_path),
+            actions: ActionExtractor::new(&settings.emotions),
+            display: DisplayProcessor::new(settings.show_think),
+            tts: TtsFilter::new(),
+            next_index: 0,
+        }
+    }
+
+    /// Push one item through all stages; returns finished items (only `Sentence` and `ToolCall` come out,
+    /// plus anything else a caller pushed that no stage owns).
+    pub fn push(&mut self, item: PipelineItem) -> Vec<PipelineItem> {
+        let mut items = Vec::new();
+        self.divider.push(item, &mut items);
+        if items.is_empty() {
+            // The common case per token: the divider is still collecting the sentence.
+            return items;
+        }
+        let items = feed(&mut self.actions, items, false);
+        let items = feed(&mut self.display, items, false);
+        let items = feed(&mut self.tts, items, false);
+        self.number(items)
+    }
+
+    /// End of turn: flush everything.
+    pub fn finish(&mut self) -> Vec<PipelineItem> {
+        let mut items = Vec::new();
+        self.divider.finish(&mut items);
+        let items = feed(&mut self.actions, items, true);
+        let items = feed(&mut self.display, items, true);
+        let items = feed(&mut self.tts, items, true);
+        self.number(items)
+    }
+
+    /// Numbers sentences in output order. The TTS filter numbers its own too; renumbering here also
+    /// covers ready-made sentences pushed in by the caller.
+    fn number(&mut self, mut items: Vec<PipelineItem>) -> Vec<PipelineItem> {
+        for item in &mut items {
+            if let PipelineItem::Sentence(s) = item {
+                s.index = self.next_index;
+                self.next_index += 1;
+            }
+        }
+        items
+    }
+}
+
+/// Runs `items` through `stage`, then finishes it if `finish`.
+fn feed(stage: &mut dyn Stage, items: Vec<PipelineItem>, finish: bool) -> Vec<PipelineItem> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        stage.push(item, &mut out);
+    }
+    if finish {
+        stage.finish(&mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

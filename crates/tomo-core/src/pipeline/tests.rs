@@ -1,0 +1,293 @@
+//! End-to-end tests of the chained [`Pipeline`].
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use crate::protocol::ToolStatus;
+use proptest::prelude::*;
+
+fn settings(fast: bool, show_think: bool) -> PipelineSettings {
+    PipelineSettings {
+        emotions: vec!["joy".into(), "Sad".into()],
+        show_think,
+        first_clause_fast_path: fast,
+    }
+}
+
+fn run(settings: &PipelineSettings, items: Vec<PipelineItem>) -> Vec<PipelineItem> {
+    let mut p = Pipeline::new(settings);
+    let mut out = Vec::new();
+    for i in items {
+        out.extend(p.push(i));
+    }
+    out.extend(p.finish());
+    out
+}
+
+fn texts(chunks: &[&str]) -> Vec<PipelineItem> {
+    chunks
+        .iter()
+        .map(|c| PipelineItem::Text((*c).to_owned()))
+        .collect()
+}
+
+fn sentences(items: &[PipelineItem]) -> Vec<Sentence> {
+    items
+        .iter()
+        .map(|i| match i {
+            PipelineItem::Sentence(s) => s.clone(),
+            other => panic!("expected only sentences, got {other:?}"),
+        })
+        .collect()
+}
+
+fn sentence(index: u32, display: &str, tts: Option<&str>, actions: &[&str]) -> Sentence {
+    Sentence {
+        index,
+        display_text: display.into(),
+        tts_text: tts.map(String::from),
+        actions: actions
+            .iter()
+            .map(|a| Action::Emotion { name: (*a).into() })
+            .collect(),
+    }
+}
+
+fn tool(status: ToolStatus) -> PipelineItem {
+    PipelineItem::ToolCall(ToolCallEvent {
+        tool_id: "call_1".into(),
+        tool_name: "weather".into(),
+        args: serde_json::json!({"city": "Kyoto"}),
+        status,
+        result: None,
+        round: 1,
+    })
+}
+
+#[test]
+fn a_realistic_turn() {
+    let chunks = [
+        "[jo",
+        "y] Hello ",
+        "there! I'm **To",
+        "mo**, your friend",
+        "ly companion",
+        ", and I love ",
+        "to chat 😊.",
+        "\n\n- It is 25°C",
+        " today.\n",
+        "[SAD]\n",
+        "Bye…",
+    ];
+    let out = sentences(&run(&settings(true, false), texts(&chunks)));
+    assert_eq!(
+        out,
+        [
+            sentence(0, "Hello there!", Some("Hello there!"), &["joy"]),
+            sentence(
+                1,
+                "I'm **Tomo**, your friendly companion, and I love to chat 😊.",
+                Some("I'm Tomo, your friendly companion, and I love to chat."),
+                &[]
+            ),
+            sentence(2, "- It is 25°C today.", Some("It is 25°C today."), &[]),
+            sentence(3, "Bye…", Some("Bye…"), &["Sad"]),
+        ]
+    );
+}
+
+#[test]
+fn fast_path_through_the_pipeline() {
+    let chunks = [
+        "Well, I think ",
+        "that we should go",
+        ", because it is",
+        " late.",
+    ];
+    let out = sentences(&run(&settings(true, false), texts(&chunks)));
+    let shown: Vec<&str> = out.iter().map(|s| s.display_text.as_str()).collect();
+    assert_eq!(
+        shown,
+        ["Well, I think that we should go,", "because it is late."]
+    );
+    let out = sentences(&run(&settings(false, false), texts(&chunks)));
+    assert_eq!(out.len(), 1);
+}
+
+#[test]
+fn tool_calls_keep_their_place() {
+    let mut items = texts(&["Let me check", " the weather."]);
+    items.extend([tool(ToolStatus::Running), tool(ToolStatus::Completed)]);
+    items.extend(texts(&["It is sunny!"]));
+    let out = run(&settings(true, false), items);
+    assert_eq!(
+        out,
+        [
+            PipelineItem::Sentence(sentence(
+                0,
+                "Let me check the weather.",
+                Some("Let me check the weather."),
+                &[]
+            )),
+            tool(ToolStatus::Running),
+            tool(ToolStatus::Completed),
+            PipelineItem::Sentence(sentence(1, "It is sunny!", Some("It is sunny!"), &[])),
+        ]
+    );
+}
+
+#[test]
+fn tool_call_mid_sentence_flushes_what_was_said() {
+    let mut p = Pipeline::new(&settings(false, false));
+    assert!(p.push(PipelineItem::Text("Checking".into())).is_empty());
+    let out = p.push(tool(ToolStatus::Running));
+    assert_eq!(
+        out,
+        [
+            PipelineItem::Sentence(sentence(0, "Checking", Some("Checking"), &[])),
+            tool(ToolStatus::Running)
+        ]
+    );
+    assert!(p.finish().is_empty());
+}
+
+#[test]
+fn think_tags_split_across_chunks() {
+    let chunks = [
+        "Sure. <thi",
+        "nk>I should be",
+        " careful.</th",
+        "ink>Here it is.",
+    ];
+    let out = sentences(&run(&settings(false, false), texts(&chunks)));
+    assert_eq!(
+        out,
+        [
+            sentence(0, "Sure.", Some("Sure."), &[]),
+            sentence(1, "Here it is.", Some("Here it is."), &[]),
+        ]
+    );
+    let out = sentences(&run(&settings(false, true), texts(&chunks)));
+    assert_eq!(
+        out[1],
+        sentence(
+            1,
+            "I should be careful. Here it is.",
+            Some("Here it is."),
+            &[]
+        )
+    );
+}
+
+#[test]
+fn multi_line_think_block_is_never_spoken() {
+    let chunks = ["<think>\nStep one. Step", " two.\n</think>\n\nAnswer: 42."];
+    let out = sentences(&run(&settings(true, false), texts(&chunks)));
+    assert_eq!(out, [sentence(0, "Answer: 42.", Some("Answer: 42."), &[])]);
+    let out = sentences(&run(&settings(true, true), texts(&chunks)));
+    let spoken: Vec<Option<&str>> = out.iter().map(|s| s.tts_text.as_deref()).collect();
+    assert_eq!(spoken, [None, None, Some("Answer: 42.")]);
+    assert_eq!(out[0].display_text, "Step one.");
+}
+
+#[test]
+fn tag_only_turn_is_shown_not_spoken() {
+    let out = sentences(&run(&settings(true, false), texts(&["[joy]", "\n"])));
+    assert_eq!(out, [sentence(0, "", None, &["joy"])]);
+}
+
+#[test]
+fn unknown_tags_and_code_stay_visible() {
+    let chunks = ["See [1].\n", "```sh\nls -la.\n```\n", "Done."];
+    let out = sentences(&run(&settings(true, false), texts(&chunks)));
+    assert_eq!(
+        out,
+        [
+            sentence(0, "See [1].", Some("See [1]."), &[]),
+            sentence(1, "```sh\nls -la.\n```", None, &[]),
+            sentence(2, "Done.", Some("Done."), &[]),
+        ]
+    );
+}
+
+#[test]
+fn ready_made_sentences_are_renumbered_in_order() {
+    let mut p = Pipeline::new(&PipelineSettings::default());
+    let mut out = p.push(PipelineItem::Text("One. Two".into()));
+    out.extend(p.push(PipelineItem::Sentence(sentence(99, "x", None, &[]))));
+    out.extend(p.finish());
+    let indexed: Vec<(u32, String)> = sentences(&out)
+        .into_iter()
+        .map(|s| (s.index, s.display_text))
+        .collect();
+    assert_eq!(
+        indexed,
+        [(0, "One.".into()), (1, "Two".into()), (2, "x".into())]
+    );
+}
+
+#[test]
+fn default_settings() {
+    let s = PipelineSettings::default();
+    assert!(s.first_clause_fast_path && !s.show_think && s.emotions.is_empty());
+}
+
+// ---- properties over the whole pipeline ----
+
+#[rustfmt::skip]
+const PIECES: &[&str] = &[
+    "Hello", "world", "I", "think", "Mr.", "e.g.", "3.14", "1,000", ".", "!", "?", "...", ",", "，", "。",
+    "你好", "[joy]", "[Sad]", "[1]", "<think>", "</think>", "<|im_end|>", "**", "*", "#", "- ", "`x.y`",
+    "```", "😊", "🎉", "https://example.com/a.b", "\"", "(", ")", "\n", "\n\n", "|", "_", "C#",
+];
+const SEPARATORS: &[&str] = &[" ", " ", "", "\n"];
+
+fn text_strategy() -> impl Strategy<Value = String> {
+    let piece = proptest::sample::select(PIECES);
+    let sep = proptest::sample::select(SEPARATORS);
+    proptest::collection::vec((piece, sep), 0..40)
+        .prop_map(|v| v.into_iter().flat_map(|(p, s)| [p, s]).collect::<String>())
+}
+
+fn chunked(text: &str, sizes: &[usize]) -> Vec<PipelineItem> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    for size in sizes.iter().cycle() {
+        if i >= chars.len() {
+            break;
+        }
+        let end = (i + size).min(chars.len());
+        out.push(PipelineItem::Text(chars[i..end].iter().collect()));
+        i = end;
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn output_is_well_formed_and_chunking_independent(
+        text in text_strategy(),
+        sizes in proptest::collection::vec(1usize..6, 1..8),
+        fast in any::<bool>(),
+        show_think in any::<bool>(),
+    ) {
+        let s = settings(fast, show_think);
+        let whole = sentences(&run(&s, texts(&[&text])));
+        for (i, sentence) in whole.iter().enumerate() {
+            prop_assert_eq!(sentence.index as usize, i);
+            prop_assert_eq!(sentence.display_text.trim(), sentence.display_text.as_str());
+            if let Some(tts) = &sentence.tts_text {
+                prop_assert!(tts.chars().any(char::is_alphanumeric), "unspeakable tts {:?}", tts);
+                prop_assert_eq!(tts.trim(), tts.as_str());
+                prop_assert!(!tts.contains(['*', '`', '|', '<', '😊', '🎉']), "tts {:?}", tts);
+            }
+            prop_assert!(
+                !sentence.display_text.is_empty() || sentence.tts_text.is_some() || !sentence.actions.is_empty(),
+                "empty sentence"
+            );
+        }
+        prop_assert_eq!(&whole, &sentences(&run(&s, chunked(&text, &sizes))));
+    }
+}
