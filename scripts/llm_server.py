@@ -58,9 +58,10 @@ def main() -> int:
         return 1
     print(f"READY {base}/v1", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    del server  # keep the name alive until here; the server runs in its own threads
-    while True:
+    # The server runs in its own threads for as long as `server` is referenced (dropping it stops it).
+    while server is not None:
         time.sleep(3600)
+    return 0
 
 
 if __name__ == "__main__":

@@ -104,10 +104,13 @@ fn run_async<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
 
 /// Logs go to stderr (stdout carries the conversation or JSON events); `RUST_LOG` adjusts the level.
 fn init_tracing() {
+    use std::io::IsTerminal;
+    // async-openai logs every 5xx body at warn; our own error event already says it, once.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,async_openai=error"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }

@@ -68,7 +68,7 @@ pub(super) async fn stream_round(
                 if !forwarded_anything && error.is_retryable() && attempt < config.max_retries =>
             {
                 attempt += 1;
-                tracing::warn!(attempt, %error, "LLM request failed before the first token, retrying");
+                tracing::info!(attempt, %error, "LLM request failed before the first token, retrying");
                 if items
                     .send(TurnItem::Retrying {
                         attempt,

@@ -35,6 +35,8 @@ pub async fn load_plugins(profile: &Profile, plugins_dir: &Path) -> LoadedPlugin
     let enabled = &profile.plugins.enabled;
     let (manifests, diagnostics) = discover_plugins(plugins_dir);
     let mut loaded = LoadedPlugins::default();
+    // All problems of one broken manifest become one report, so the user sees them together.
+    let mut broken: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for diagnostic in diagnostics {
         let folder = diagnostic
             .file
@@ -43,11 +45,17 @@ pub async fn load_plugins(profile: &Profile, plugins_dir: &Path) -> LoadedPlugin
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         if enabled.contains(&folder) {
-            loaded.problems.push(PluginProblem {
-                plugin: folder,
-                message: diagnostic.to_string(),
-            });
+            broken
+                .entry(folder)
+                .or_default()
+                .push(diagnostic.to_string());
         }
+    }
+    for (plugin, messages) in broken {
+        loaded.problems.push(PluginProblem {
+            plugin,
+            message: messages.join("\n"),
+        });
     }
     for id in enabled {
         if loaded.problems.iter().any(|p| &p.plugin == id) {

@@ -43,4 +43,5 @@ impl Tool for FnTool {
         (self.handler)(args)
     }
 }
+pub mod agent;
 pub mod session;

@@ -1,0 +1,112 @@
+//! A profile's enabled plugins become tools and hooks: built-ins from their manifests, MCP servers declared
+//! in a manifest, and broken plugins reported without stopping the others.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use tomo_core::plugins::host::load_plugins;
+use tomo_core::profile::parse_profile;
+
+fn profile(enabled: &str, extra: &str) -> tomo_core::profile::Profile {
+    let text = format!(
+        "[character]\nname = \"T\"\nagent_id = \"t\"\npersona = \"p\"\n\n[llm]\nmodel = \"m\"\n\n[plugins]\nenabled = [{enabled}]\n{extra}"
+    );
+    parse_profile(&text, Path::new("test.toml"))
+        .unwrap()
+        .profile
+}
+
+fn write_plugin(dir: &Path, id: &str, text: &str) {
+    std::fs::create_dir_all(dir.join(id)).unwrap();
+    std::fs::write(dir.join(id).join("plugin.toml"), text).unwrap();
+}
+
+#[tokio::test]
+async fn mcp_server_tools_join_the_registry_beside_builtins() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins");
+    for id in ["time", "diary"] {
+        write_plugin(
+            dir.path(),
+            id,
+            &std::fs::read_to_string(shipped.join(id).join("plugin.toml")).unwrap(),
+        );
+    }
+    write_plugin(
+        dir.path(),
+        "calc",
+        &format!(
+            "[plugin]\nid = \"calc\"\ntype = \"tool\"\ndescription = \"MCP calculator\"\n\n[tool]\ntimeout_secs = 5.0\n\n[mcp]\ncommand = {:?}\n",
+            env!("CARGO_BIN_EXE_tomo-mcp-fixture")
+        ),
+    );
+    let loaded = load_plugins(
+        &profile(
+            "\"time\", \"diary\", \"calc\"",
+            "[plugins.diary]\ninject_recent = 1\n",
+        ),
+        dir.path(),
+    )
+    .await;
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let names = loaded.tools.names();
+    for expected in ["get_time", "diary_write", "diary_read", "add", "echo"] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    assert_eq!(loaded.hooks.len(), 1, "the diary hook");
+    let definitions = loaded.tools.definitions();
+    let add = definitions
+        .iter()
+        .find(|d| d.function.name == "add")
+        .unwrap();
+    assert_eq!(
+        add.function.parameters["required"],
+        serde_json::json!(["a", "b"])
+    );
+}
+
+#[tokio::test]
+async fn broken_plugins_are_reported_and_the_rest_still_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins");
+    write_plugin(
+        dir.path(),
+        "time",
+        &std::fs::read_to_string(shipped.join("time/plugin.toml")).unwrap(),
+    );
+    write_plugin(
+        dir.path(),
+        "broken",
+        "[plugin]\nid = \"broken\"\ntype = \"toaster\"\n",
+    );
+    write_plugin(
+        dir.path(),
+        "dead_mcp",
+        "[plugin]\nid = \"dead_mcp\"\ntype = \"tool\"\ndescription = \"x\"\n\n[mcp]\ncommand = \"/nonexistent/mcp-server\"\n",
+    );
+    let loaded = load_plugins(
+        &profile("\"time\", \"broken\", \"dead_mcp\", \"missing\"", ""),
+        dir.path(),
+    )
+    .await;
+    assert_eq!(loaded.tools.names(), vec!["get_time".to_owned()]);
+    let problem = |id: &str| {
+        loaded
+            .problems
+            .iter()
+            .find(|p| p.plugin == id)
+            .map(|p| p.message.clone())
+            .unwrap_or_else(|| panic!("no problem reported for {id}: {:?}", loaded.problems))
+    };
+    let broken = problem("broken");
+    assert!(
+        broken.contains("plugin.toml:3:") && broken.contains("plugin.type"),
+        "{broken}"
+    );
+    assert!(problem("dead_mcp").contains("/nonexistent/mcp-server"));
+    assert!(problem("missing").contains("no plugins/missing/plugin.toml"));
+}
