@@ -14,7 +14,7 @@ use tomo_core::sink::TextSink;
 use tomo_testkit::{ScriptedResponse, ScriptedServer, script};
 
 use support::session::{
-    Call, PacedSink, RecordingHook, collect_until, environment, is_idle, start, write_profile,
+    Call, PacedSink, RecordingHook, collect_until, environment, is_idle, say, start, write_profile,
 };
 
 fn content(message: &Value) -> &str {
@@ -40,12 +40,7 @@ async fn memory_context_is_in_the_user_message_and_hooks_fire_in_order() {
         sink.clone(),
     )
     .await;
-    session
-        .send(Op::UserText {
-            text: "Hello!".into(),
-        })
-        .await
-        .unwrap();
+    say(&session, "Hello!").await;
     let seen = collect_until(&mut events, is_idle).await;
 
     let request = &server.requests()[0];
@@ -128,10 +123,7 @@ async fn failing_and_stalled_hooks_are_reported_and_skipped() {
         vec![Arc::new(failing), Arc::new(stalled), Arc::new(good)];
     let (session, mut events) =
         start(&profile, environment(dir.path(), hooks), Arc::new(TextSink)).await;
-    session
-        .send(Op::UserText { text: "hi".into() })
-        .await
-        .unwrap();
+    say(&session, "hi").await;
     let seen = collect_until(&mut events, is_idle).await;
     let failures: Vec<(String, HookStage, String)> = seen
         .iter()
@@ -176,12 +168,7 @@ async fn events_are_sequenced_and_state_walks_idle_thinking_speaking_idle() {
         Arc::new(TextSink),
     )
     .await;
-    session
-        .send(Op::UserText {
-            text: "count".into(),
-        })
-        .await
-        .unwrap();
+    say(&session, "count").await;
     let seen = collect_until(&mut events, is_idle).await;
     let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
     assert_eq!(
@@ -235,12 +222,7 @@ async fn interrupt_aborts_the_turn_and_history_keeps_the_partial_answer() {
         Arc::new(TextSink),
     )
     .await;
-    session
-        .send(Op::UserText {
-            text: "story please".into(),
-        })
-        .await
-        .unwrap();
+    say(&session, "story please").await;
     collect_until(&mut events, |e| matches!(e, Event::TextDelta { .. })).await;
     session.send(Op::Interrupt).await.unwrap();
     let seen = collect_until(&mut events, is_idle).await;
@@ -265,12 +247,7 @@ async fn interrupt_aborts_the_turn_and_history_keeps_the_partial_answer() {
     assert_eq!(last["content"], partial.as_str());
 
     // The next turn sends the interrupted exchange as context.
-    session
-        .send(Op::UserText {
-            text: "ok, stop".into(),
-        })
-        .await
-        .unwrap();
+    say(&session, "ok, stop").await;
     collect_until(&mut events, is_idle).await;
     let messages = server.requests()[1].messages().to_vec();
     assert_eq!(content(&messages[1]), "story please");
@@ -298,23 +275,13 @@ async fn a_new_user_message_wins_over_the_turn_in_flight() {
         Arc::new(TextSink),
     )
     .await;
-    session
-        .send(Op::UserText {
-            text: "first".into(),
-        })
-        .await
-        .unwrap();
+    say(&session, "first").await;
     // Wait until the slow answer is really in flight (responses are served in arrival order).
     server
         .wait_for_requests(1, Duration::from_secs(10))
         .await
         .unwrap();
-    session
-        .send(Op::UserText {
-            text: "second".into(),
-        })
-        .await
-        .unwrap();
+    say(&session, "second").await;
     let seen = collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
     assert!(
         seen.iter()
@@ -342,17 +309,11 @@ async fn an_llm_error_is_recoverable_and_the_next_turn_works() {
         Arc::new(TextSink),
     )
     .await;
-    session
-        .send(Op::UserText { text: "one".into() })
-        .await
-        .unwrap();
+    say(&session, "one").await;
     let seen = collect_until(&mut events, is_idle).await;
     assert!(seen.iter().any(|e| matches!(&e.event,
         Event::Error { code: ErrorCode::LlmHttp, message, recoverable: true } if message.contains("bad key"))));
-    session
-        .send(Op::UserText { text: "two".into() })
-        .await
-        .unwrap();
+    say(&session, "two").await;
     let seen = collect_until(&mut events, is_idle).await;
     assert!(seen.iter().any(|e| matches!(
         &e.event,
@@ -378,24 +339,14 @@ async fn history_persists_across_sessions_and_is_isolated_per_character() {
     {
         let (session, mut events) =
             start(&hana, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
-        session
-            .send(Op::UserText {
-                text: "I am Ada.".into(),
-            })
-            .await
-            .unwrap();
+        say(&session, "I am Ada.").await;
         collect_until(&mut events, is_idle).await;
         session.send(Op::Shutdown).await.unwrap();
         session.join().await;
     }
     let (session, mut events) =
         start(&hana, environment(dir.path(), vec![]), Arc::new(TextSink)).await;
-    session
-        .send(Op::UserText {
-            text: "Who am I?".into(),
-        })
-        .await
-        .unwrap();
+    say(&session, "Who am I?").await;
     collect_until(&mut events, is_idle).await;
     let messages = server.requests()[1].messages().to_vec();
     assert_eq!(content(&messages[1]), "I am Ada.");
@@ -413,12 +364,7 @@ async fn history_persists_across_sessions_and_is_isolated_per_character() {
     assert!(
         matches!(&seen.last().unwrap().event, Event::SessionReady { character, agent_id, .. } if character == "Kuro" && agent_id == "kuro")
     );
-    session
-        .send(Op::UserText {
-            text: "Who am I?".into(),
-        })
-        .await
-        .unwrap();
+    say(&session, "Who am I?").await;
     collect_until(&mut events, is_idle).await;
     let messages = server.requests()[2].messages().to_vec();
     assert_eq!(
@@ -452,12 +398,7 @@ async fn a_broken_profile_switch_keeps_the_current_character() {
     };
     assert_eq!(*code, ErrorCode::Profile);
     assert!(message.contains("broken.toml:2:"), "{message}");
-    session
-        .send(Op::UserText {
-            text: "who are you".into(),
-        })
-        .await
-        .unwrap();
+    say(&session, "who are you").await;
     collect_until(&mut events, is_idle).await;
     assert!(content(&server.requests()[0].messages()[0]).contains("You are Hana"));
 }

@@ -138,12 +138,7 @@ mod tests {
     }
 
     fn draft(text: &str) -> PipelineItem {
-        PipelineItem::Draft(SentenceDraft {
-            raw: text.into(),
-            display_text: text.into(),
-            tts_text: text.into(),
-            actions: vec![],
-        })
+        PipelineItem::Draft(SentenceDraft::new(text))
     }
 
     fn emotion(name: &str) -> Action {

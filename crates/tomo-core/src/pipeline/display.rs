@@ -165,12 +165,7 @@ mod tests {
     use crate::protocol::Action;
 
     fn draft(text: &str) -> PipelineItem {
-        PipelineItem::Draft(SentenceDraft {
-            raw: text.into(),
-            display_text: text.into(),
-            tts_text: text.into(),
-            actions: vec![],
-        })
+        PipelineItem::Draft(SentenceDraft::new(text))
     }
 
     /// (display_text, tts_text) of every draft that comes out.

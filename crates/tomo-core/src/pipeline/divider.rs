@@ -294,12 +294,7 @@ impl SentenceDivider {
             if self.fast_path_armed && clause_weight(&self.think.process(text, false)) != (0, 0) {
                 self.fast_path_armed = false;
             }
-            out.push(PipelineItem::Draft(SentenceDraft {
-                raw: text.to_owned(),
-                display_text: text.to_owned(),
-                tts_text: text.to_owned(),
-                actions: Vec::new(),
-            }));
+            out.push(PipelineItem::Draft(SentenceDraft::new(text)));
         }
         self.buf.drain(..end);
         self.pos = 0;

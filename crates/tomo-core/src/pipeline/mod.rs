@@ -32,6 +32,18 @@ pub struct SentenceDraft {
     pub actions: Vec<Action>,
 }
 
+impl SentenceDraft {
+    /// A freshly divided sentence: raw, display and spoken text all start as `text`.
+    pub fn new(text: &str) -> Self {
+        Self {
+            raw: text.to_owned(),
+            display_text: text.to_owned(),
+            tts_text: text.to_owned(),
+            actions: Vec::new(),
+        }
+    }
+}
+
 /// Items flowing through the pipeline.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PipelineItem {

@@ -230,3 +230,13 @@ impl Hook for RecordingHook {
         self.outcome(())
     }
 }
+
+/// Sends one user message.
+pub async fn say(session: &SessionHandle, text: &str) {
+    session
+        .send(tomo_core::protocol::Op::UserText {
+            text: text.to_owned(),
+        })
+        .await
+        .unwrap();
+}
