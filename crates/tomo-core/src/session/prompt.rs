@@ -6,8 +6,10 @@ use crate::llm::ChatMessage;
 
 pub fn system_prompt(persona: &str, character_name: &str, emotions: &[String]) -> String {
     let mut prompt = persona.trim().to_owned();
-    if !emotions.is_empty() {
-        let tags: Vec<String> = emotions.iter().map(|e| format!("[{e}]")).collect();
+    let tags: Vec<String> = emotions.iter().map(|e| format!("[{e}]")).collect();
+    // Personas written for Tomo usually explain their tags already; add the rule only when they do not.
+    let explained = tags.iter().all(|tag| prompt.contains(tag.as_str()));
+    if !tags.is_empty() && !explained {
         prompt.push_str(&format!(
             "\n\nYou are {character_name}. Your words are spoken aloud: answer in short, natural sentences \
              without markdown. To show a feeling, put one of these tags before a sentence: {}.",
@@ -63,6 +65,16 @@ mod tests {
         };
         assert!(content.starts_with("[memory context]\nThe user likes tea.\n[/memory context]"));
         assert!(content.ends_with("what did I say?"));
+    }
+
+    #[test]
+    fn emotion_tags_are_explained_once() {
+        let tags = vec!["joy".to_owned(), "sad".to_owned()];
+        let added = system_prompt("You are Hana.", "Hana", &tags);
+        assert!(added.contains("[joy] [sad]"), "{added}");
+        let persona = "You are Hana. Use [joy] or [sad] before a sentence.";
+        assert_eq!(system_prompt(persona, "Hana", &tags), persona);
+        assert_eq!(system_prompt("You are Hana.", "Hana", &[]), "You are Hana.");
     }
 
     #[test]
