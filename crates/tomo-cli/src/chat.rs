@@ -41,6 +41,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         },
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),
+        plugin_factories: Vec::new(),
     };
     let (session, mut events) = start_session(loaded.profile, env, Arc::new(TextSink))
         .await

@@ -168,6 +168,21 @@ pub enum Event {
         /// What the assistant had said before the interrupt; kept in history, marked interrupted.
         partial_text: String,
     },
+    /// A sentence's audio started playing. `envelope` is its loudness for lip sync: RMS per `frame_ms`
+    /// frame, normalised so the loudest frame of the sentence is 1.0.
+    AudioStarted {
+        turn_id: TurnId,
+        sentence_index: u32,
+        duration_ms: u32,
+        frame_ms: u32,
+        envelope: Vec<f32>,
+        actions: Vec<Action>,
+    },
+    /// A sentence's audio finished playing (its last sample went to the device).
+    AudioFinished {
+        turn_id: TurnId,
+        sentence_index: u32,
+    },
     /// The output sink has delivered the last sentence of the turn (audio: the last sample played).
     PlaybackDrained {
         turn_id: TurnId,

@@ -6,8 +6,24 @@
 //! delivered (the session emits each sentence as an event before handing it to the sink).
 
 use futures::future::BoxFuture;
+use tokio::sync::mpsc;
 
-use crate::protocol::{Sentence, TurnId};
+use crate::protocol::{Event, Sentence, TurnId};
+
+/// Lets a sink report what it does (e.g. `audio_started`) through the session, which sequences the events.
+#[derive(Debug, Clone)]
+pub struct SinkEvents(mpsc::UnboundedSender<Event>);
+
+impl SinkEvents {
+    pub fn new(sender: mpsc::UnboundedSender<Event>) -> Self {
+        Self(sender)
+    }
+
+    /// Sends an event; silently dropped once the session is gone (nobody is listening then).
+    pub fn send(&self, event: Event) {
+        let _ = self.0.send(event);
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SinkError {
@@ -18,6 +34,9 @@ pub enum SinkError {
 }
 
 pub trait OutputSink: Send + Sync {
+    /// Called once when a session starts using the sink. Sinks that report events keep the handle.
+    fn attach(&self, _events: SinkEvents) {}
+
     /// Queue one sentence of `turn`. Must return quickly: synthesis and playback happen behind it.
     fn enqueue(&self, turn: TurnId, sentence: Sentence) -> Result<(), SinkError>;
 

@@ -5,8 +5,29 @@
 
 use std::path::Path;
 
-use tomo_core::plugins::host::load_plugins;
+use std::time::Duration;
+
+use tomo_core::llm::{LlmClient, LlmEndpoint};
+use tomo_core::plugins::host::{FactoryContext, LoadedPlugins, load_plugins};
 use tomo_core::profile::parse_profile;
+
+async fn load(enabled: &str, extra: &str, dir: &Path) -> LoadedPlugins {
+    let ctx = FactoryContext {
+        agent_id: "t".into(),
+        character_name: "T".into(),
+        data_dir: dir.join("data"),
+        llm: LlmClient::new(LlmEndpoint {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            api_key: None,
+            temperature: None,
+            max_tokens: None,
+            idle_timeout: Duration::from_secs(1),
+        })
+        .unwrap(),
+    };
+    load_plugins(&profile(enabled, extra), dir, &[], &ctx).await
+}
 
 fn profile(enabled: &str, extra: &str) -> tomo_core::profile::Profile {
     let text = format!(
@@ -41,11 +62,9 @@ async fn mcp_server_tools_join_the_registry_beside_builtins() {
             env!("CARGO_BIN_EXE_tomo-mcp-fixture")
         ),
     );
-    let loaded = load_plugins(
-        &profile(
-            "\"time\", \"diary\", \"calc\"",
-            "[plugins.diary]\ninject_recent = 1\n",
-        ),
+    let loaded = load(
+        "\"time\", \"diary\", \"calc\"",
+        "[plugins.diary]\ninject_recent = 1\n",
         dir.path(),
     )
     .await;
@@ -88,8 +107,9 @@ async fn broken_plugins_are_reported_and_the_rest_still_load() {
         "dead_mcp",
         "[plugin]\nid = \"dead_mcp\"\ntype = \"tool\"\ndescription = \"x\"\n\n[mcp]\ncommand = \"/nonexistent/mcp-server\"\n",
     );
-    let loaded = load_plugins(
-        &profile("\"time\", \"broken\", \"dead_mcp\", \"missing\"", ""),
+    let loaded = load(
+        "\"time\", \"broken\", \"dead_mcp\", \"missing\"",
+        "",
         dir.path(),
     )
     .await;

@@ -1,15 +1,47 @@
 //! Turns a profile's enabled plugins into tools and hooks. A broken plugin is reported and skipped: the
 //! character still starts, without it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+
 use crate::hooks::Hook;
-use crate::plugins::builtin::instantiate_builtin;
-use crate::plugins::manifest::{PluginManifest, discover_plugins, effective_config};
+use crate::llm::LlmClient;
+use crate::plugins::builtin::{PluginError, PluginParts, instantiate_builtin};
+use crate::plugins::manifest::{PluginManifest, ToolLimits, discover_plugins, effective_config};
 use crate::plugins::mcp::connect_mcp;
 use crate::profile::Profile;
 use crate::tools::ToolRegistry;
+
+/// What a plugin factory knows about the character it builds a plugin for.
+#[derive(Debug, Clone)]
+pub struct FactoryContext {
+    pub agent_id: String,
+    pub character_name: String,
+    /// Per-character data directory (already includes the agent id).
+    pub data_dir: PathBuf,
+    /// The character's LLM, for plugins that need one (e.g. memory's fact extraction).
+    pub llm: LlmClient,
+}
+
+/// Builds a plugin that lives outside tomo-core (memory, screen watcher, ...). The program registers its
+/// factories in the session [`crate::session::Environment`]; a manifest whose id matches uses the factory.
+pub trait PluginFactory: Send + Sync {
+    fn id(&self) -> &str;
+    fn instantiate<'a>(
+        &'a self,
+        config: &'a toml::Table,
+        limits: &'a ToolLimits,
+        ctx: &'a FactoryContext,
+    ) -> BoxFuture<'a, Result<PluginParts, PluginError>>;
+}
+
+impl std::fmt::Debug for dyn PluginFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PluginFactory({})", self.id())
+    }
+}
 
 /// A plugin that could not be loaded, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +63,12 @@ impl std::fmt::Debug for dyn Hook {
     }
 }
 
-pub async fn load_plugins(profile: &Profile, plugins_dir: &Path) -> LoadedPlugins {
+pub async fn load_plugins(
+    profile: &Profile,
+    plugins_dir: &Path,
+    factories: &[Arc<dyn PluginFactory>],
+    ctx: &FactoryContext,
+) -> LoadedPlugins {
     let enabled = &profile.plugins.enabled;
     let (manifests, diagnostics) = discover_plugins(plugins_dir);
     let mut loaded = LoadedPlugins::default();
@@ -68,7 +105,7 @@ pub async fn load_plugins(profile: &Profile, plugins_dir: &Path) -> LoadedPlugin
             });
             continue;
         };
-        if let Err(message) = load_one(manifest, profile, &mut loaded).await {
+        if let Err(message) = load_one(manifest, profile, factories, ctx, &mut loaded).await {
             loaded.problems.push(PluginProblem {
                 plugin: id.clone(),
                 message,
@@ -81,6 +118,8 @@ pub async fn load_plugins(profile: &Profile, plugins_dir: &Path) -> LoadedPlugin
 async fn load_one(
     manifest: &PluginManifest,
     profile: &Profile,
+    factories: &[Arc<dyn PluginFactory>],
+    ctx: &FactoryContext,
     loaded: &mut LoadedPlugins,
 ) -> Result<(), String> {
     let id = &manifest.id;
@@ -93,6 +132,12 @@ async fn load_one(
             .await
             .map_err(|e| e.to_string())?;
         (tools, Vec::new())
+    } else if let Some(factory) = factories.iter().find(|f| f.id() == id) {
+        let parts = factory
+            .instantiate(&config, &manifest.tool_limits, ctx)
+            .await
+            .map_err(|e| e.to_string())?;
+        (parts.tools, parts.hooks)
     } else {
         match instantiate_builtin(id, &config, &manifest.tool_limits) {
             Some(Ok(parts)) => (parts.tools, parts.hooks),

@@ -10,7 +10,7 @@ use crate::history::{History, HistoryError, HistoryRecord};
 use crate::hooks::Hook;
 use crate::llm::{ChatMessage, LlmClient, LlmEndpoint};
 use crate::pipeline::PipelineSettings;
-use crate::plugins::host::{self, PluginProblem};
+use crate::plugins::host::{self, FactoryContext, PluginFactory, PluginProblem};
 use crate::profile::Profile;
 use crate::session::prompt;
 use crate::tools::ToolRegistry;
@@ -44,6 +44,8 @@ pub struct Environment {
     /// Hooks registered by the embedding program (e.g. the desktop shell or a test), run after the
     /// profile's hook plugins.
     pub extra_hooks: Vec<Arc<dyn Hook>>,
+    /// Plugins provided by crates outside tomo-core, matched to manifests by id.
+    pub plugin_factories: Vec<Arc<dyn PluginFactory>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -97,7 +99,19 @@ impl Character {
         })?;
         let data_dir = character_dir(&env.data_root, &profile.character.agent_id);
         let history = History::open(&data_dir)?;
-        let loaded = host::load_plugins(&profile, &env.plugins_dir).await;
+        let factory_ctx = FactoryContext {
+            agent_id: profile.character.agent_id.clone(),
+            character_name: profile.character.name.clone(),
+            data_dir: data_dir.clone(),
+            llm: client.clone(),
+        };
+        let loaded = host::load_plugins(
+            &profile,
+            &env.plugins_dir,
+            &env.plugin_factories,
+            &factory_ctx,
+        )
+        .await;
         let emotions = profile.emotions();
         let character = Self {
             system_prompt: prompt::system_prompt(

@@ -22,7 +22,7 @@ pub use hooks::HookFailure;
 use crate::plugins::host::PluginProblem;
 use crate::profile::{Profile, load_profile};
 use crate::protocol::{ErrorCode, Event, EventEnvelope, Op, SessionState, TurnId};
-use crate::sink::OutputSink;
+use crate::sink::{OutputSink, SinkEvents};
 use crate::state::StateMachine;
 use turn::{TurnInput, TurnMsg};
 
@@ -66,6 +66,8 @@ pub async fn start_session(
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (ops_tx, ops_rx) = mpsc::channel(64);
     let (turn_tx, turn_rx) = mpsc::unbounded_channel();
+    let (sink_tx, sink_rx) = mpsc::unbounded_channel();
+    sink.attach(SinkEvents::new(sink_tx));
     let mut coordinator = Coordinator {
         character: Arc::new(character),
         env,
@@ -76,6 +78,7 @@ pub async fn start_session(
         current: None,
         turn_tx,
         turn_rx,
+        sink_rx,
     };
     coordinator.announce(problems);
     let task = tokio::spawn(coordinator.run(ops_rx));
@@ -98,6 +101,7 @@ struct Coordinator {
     current: Option<ActiveTurn>,
     turn_tx: mpsc::UnboundedSender<(TurnId, TurnMsg)>,
     turn_rx: mpsc::UnboundedReceiver<(TurnId, TurnMsg)>,
+    sink_rx: mpsc::UnboundedReceiver<Event>,
 }
 
 impl Coordinator {
@@ -109,6 +113,7 @@ impl Coordinator {
                     Some(op) => self.handle_op(op).await,
                 },
                 Some((turn_id, msg)) = self.turn_rx.recv() => self.handle_turn_msg(turn_id, msg),
+                Some(event) = self.sink_rx.recv() => self.emit(event),
             }
         }
         self.stop_current_turn().await;

@@ -49,6 +49,7 @@ pub fn environment(data_root: &Path, hooks: Vec<Arc<dyn Hook>>) -> Environment {
         llm: LlmOverrides::default(),
         hook_timeout: Duration::from_millis(300),
         extra_hooks: hooks,
+        plugin_factories: Vec::new(),
     }
 }
 

@@ -1,0 +1,1 @@
+//! Long-term memory for Tomo characters.

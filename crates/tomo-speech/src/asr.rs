@@ -1,0 +1,29 @@
+//! Speech to text.
+
+/// What the user said.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Transcript {
+    pub text: String,
+    /// Detected or configured language code (`en`, `zh`, ...).
+    pub language: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AsrError {
+    #[error("speech model not found at {0} (install it with `tomo models install`)")]
+    ModelMissing(String),
+    #[error("cannot load speech model {path}: {message}")]
+    ModelLoad { path: String, message: String },
+    #[error("transcription failed: {0}")]
+    Failed(String),
+    #[error("speech service error: {0}")]
+    Service(String),
+}
+
+/// A speech recognizer. `transcribe` is blocking and CPU-heavy: call it off the async runtime
+/// (`tokio::task::spawn_blocking`).
+pub trait SpeechToText: Send + Sync {
+    fn name(&self) -> &str;
+    /// `samples`: 16 kHz mono in `[-1, 1]`.
+    fn transcribe(&self, samples: &[f32]) -> Result<Transcript, AsrError>;
+}

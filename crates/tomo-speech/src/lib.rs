@@ -1,0 +1,4 @@
+//! Speech for Tomo: speech-to-text and text-to-speech engines behind traits, and the model store.
+
+pub mod asr;
+pub mod tts;
