@@ -14,6 +14,14 @@ pub type TurnId = u64;
 pub enum Op {
     /// A typed (or transcribed) user message that starts a turn.
     UserText { text: String },
+    /// The voice front end heard speech begin (VAD onset). Interrupts the turn in flight: the user wins.
+    SpeechStarted,
+    /// The user stopped speaking and ASR finished. An empty transcript (noise) starts no turn.
+    SpeechEnded {
+        transcript: String,
+        /// How long ASR took after the end of speech, so the session can date the end of speech.
+        asr_ms: u64,
+    },
     /// Cancel the turn in flight: LLM stream, pending tools, output.
     Interrupt,
     /// Swap persona, voice, model, plugins and memory space.
@@ -87,6 +95,14 @@ pub enum TurnEnd {
     RoundLimit,
 }
 
+/// What a latency report measures from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencyOrigin {
+    SpeechEnd,
+    TurnStart,
+}
+
 /// Which lifecycle hook a report is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -131,6 +147,20 @@ pub enum Event {
     TurnStarted {
         turn_id: TurnId,
         user_text: String,
+    },
+    /// What ASR heard (voice turns only), before the turn starts.
+    UserTranscript {
+        text: String,
+    },
+    /// Where the time went in one turn, in milliseconds from `origin` (end of user speech for voice turns,
+    /// the turn's start for typed ones). A step that did not happen is `null`.
+    LatencyReport {
+        turn_id: TurnId,
+        origin: LatencyOrigin,
+        asr_done_ms: Option<u64>,
+        first_token_ms: Option<u64>,
+        first_sentence_ms: Option<u64>,
+        first_audio_ms: Option<u64>,
     },
     /// Raw assistant text as it streams (display-side clients may show it before sentences complete).
     TextDelta {

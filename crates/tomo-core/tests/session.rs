@@ -402,3 +402,94 @@ async fn a_broken_profile_switch_keeps_the_current_character() {
     collect_until(&mut events, is_idle).await;
     assert!(content(&server.requests()[0].messages()[0]).contains("You are Hana"));
 }
+
+#[tokio::test]
+async fn voice_ops_drive_listening_and_latency_reports() {
+    let server = ScriptedServer::start(vec![
+        script::text_reply_with_delay(
+            "A long answer that the user will talk over.",
+            Duration::from_millis(300),
+            Duration::from_millis(100),
+        ),
+        script::text_reply("You said hello."),
+    ])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
+    let sink = PacedSink::new(Duration::from_millis(50));
+    let (session, mut events) = start(&profile, environment(dir.path(), vec![]), sink).await;
+    say(&session, "tell me something").await;
+    server
+        .wait_for_requests(1, Duration::from_secs(10))
+        .await
+        .unwrap();
+
+    // The user starts talking: the turn in flight is cut, the session listens.
+    session.send(Op::SpeechStarted).await.unwrap();
+    let seen = collect_until(&mut events, |e| {
+        matches!(
+            e,
+            Event::StateChanged {
+                to: SessionState::Listening,
+                ..
+            }
+        )
+    })
+    .await;
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e.event, Event::TurnAborted { .. }))
+    );
+
+    // Noise: no turn, back to idle.
+    session
+        .send(Op::SpeechEnded {
+            transcript: "  ".into(),
+            asr_ms: 80,
+        })
+        .await
+        .unwrap();
+    collect_until(&mut events, is_idle).await;
+
+    session.send(Op::SpeechStarted).await.unwrap();
+    session
+        .send(Op::SpeechEnded {
+            transcript: "hello".into(),
+            asr_ms: 120,
+        })
+        .await
+        .unwrap();
+    let seen = collect_until(&mut events, is_idle).await;
+    let kinds: Vec<&Event> = seen.iter().map(|e| &e.event).collect();
+    let transcript = kinds
+        .iter()
+        .position(|e| matches!(e, Event::UserTranscript { text } if text == "hello"))
+        .expect("user_transcript");
+    let started = kinds
+        .iter()
+        .position(|e| matches!(e, Event::TurnStarted { .. }))
+        .unwrap();
+    assert!(transcript < started);
+    let report = kinds
+        .iter()
+        .find_map(|e| match e {
+            Event::LatencyReport {
+                origin,
+                asr_done_ms,
+                first_token_ms,
+                first_sentence_ms,
+                ..
+            } => Some((*origin, *asr_done_ms, *first_token_ms, *first_sentence_ms)),
+            _ => None,
+        })
+        .expect("latency_report");
+    assert_eq!(report.0, tomo_core::protocol::LatencyOrigin::SpeechEnd);
+    assert!(report.1.unwrap() >= 120);
+    assert!(report.2.unwrap() >= report.1.unwrap());
+    assert!(report.3.unwrap() >= report.2.unwrap());
+    assert_eq!(
+        content(server.requests()[1].messages().last().unwrap()),
+        "hello"
+    );
+}

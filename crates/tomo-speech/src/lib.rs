@@ -2,3 +2,4 @@
 
 pub mod asr;
 pub mod tts;
+pub mod voice_sink;

@@ -4,6 +4,7 @@
 
 mod character;
 mod hooks;
+mod latency;
 mod prompt;
 mod turn;
 
@@ -24,6 +25,7 @@ use crate::profile::{Profile, load_profile};
 use crate::protocol::{ErrorCode, Event, EventEnvelope, Op, SessionState, TurnId};
 use crate::sink::{OutputSink, SinkEvents};
 use crate::state::StateMachine;
+use latency::LatencyTracker;
 use turn::{TurnInput, TurnMsg};
 
 /// Sends ops to a running session.
@@ -89,6 +91,7 @@ struct ActiveTurn {
     id: TurnId,
     cancel: CancellationToken,
     task: JoinHandle<()>,
+    latency: LatencyTracker,
 }
 
 struct Coordinator {
@@ -120,6 +123,17 @@ impl Coordinator {
     }
 
     fn emit(&mut self, event: Event) {
+        let report = self
+            .current
+            .as_mut()
+            .and_then(|a| a.latency.observe(&event));
+        self.send(event);
+        if let Some(report) = report {
+            self.send(report);
+        }
+    }
+
+    fn send(&mut self, event: Event) {
         self.seq += 1;
         // A client that went away does not stop the session.
         let _ = self.events.send(EventEnvelope {
@@ -167,7 +181,27 @@ impl Coordinator {
                     return;
                 }
                 self.stop_current_turn().await;
-                self.start_turn(text, false);
+                self.start_turn(text, false, None);
+            }
+            Op::SpeechStarted => {
+                // The user wins: whatever the character was doing stops.
+                self.stop_current_turn().await;
+                if self.state.state() == SessionState::Idle {
+                    self.transition(SessionState::Listening);
+                }
+            }
+            Op::SpeechEnded { transcript, asr_ms } => {
+                let text = transcript.trim().to_owned();
+                if text.is_empty() {
+                    // Noise or a cough: no turn.
+                    if self.state.state() == SessionState::Listening {
+                        self.transition(SessionState::Idle);
+                    }
+                    return;
+                }
+                self.stop_current_turn().await;
+                self.emit(Event::UserTranscript { text: text.clone() });
+                self.start_turn(text, false, Some(std::time::Duration::from_millis(asr_ms)));
             }
             Op::Interrupt => {
                 if let Some(active) = &self.current {
@@ -179,7 +213,8 @@ impl Coordinator {
         }
     }
 
-    fn start_turn(&mut self, user_text: String, proactive: bool) {
+    /// `asr`: for a voice turn, how long recognition took after the end of speech.
+    fn start_turn(&mut self, user_text: String, proactive: bool, asr: Option<std::time::Duration>) {
         let id = self.character.next_turn_id();
         self.transition(SessionState::Thinking);
         let cancel = CancellationToken::new();
@@ -194,7 +229,16 @@ impl Coordinator {
             cancel.clone(),
             self.turn_tx.clone(),
         ));
-        self.current = Some(ActiveTurn { id, cancel, task });
+        let latency = match asr {
+            Some(asr) => LatencyTracker::spoken(id, asr),
+            None => LatencyTracker::typed(id),
+        };
+        self.current = Some(ActiveTurn {
+            id,
+            cancel,
+            task,
+            latency,
+        });
     }
 
     fn handle_turn_msg(&mut self, turn_id: TurnId, msg: TurnMsg) {
@@ -206,8 +250,11 @@ impl Coordinator {
                 }
             }
             TurnMsg::Done => {
-                if self.current.as_ref().is_some_and(|a| a.id == turn_id) {
-                    self.current = None;
+                if self.current.as_ref().is_some_and(|a| a.id == turn_id)
+                    && let Some(mut active) = self.current.take()
+                    && let Some(report) = active.latency.finish()
+                {
+                    self.send(report);
                 }
                 if self.state.state() != SessionState::Idle {
                     self.transition(SessionState::Idle);

@@ -1,0 +1,271 @@
+//! The voice output sink: sentences → TTS workers (synthesize ahead, several at once) → playback strictly
+//! in order → `audio_started` / `audio_finished` events → drained.
+//!
+//! Synthesis of sentence 1 starts the moment it is enqueued, while the LLM is still writing sentence 2.
+//! One sequencer task hands finished clips to the [`AudioOutput`] in sentence order, whatever order the
+//! workers finish in. An interrupt bumps a generation counter: everything queued before it is dropped,
+//! including clips still being synthesized.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tomo_audio::Audio;
+use tomo_audio::output::{AudioOutput, Clip};
+use tomo_core::protocol::{Action, Event, Sentence, TurnId};
+use tomo_core::sink::{OutputSink, SinkError, SinkEvents};
+
+use crate::tts::TextToSpeech;
+
+/// Lip-sync frames are 20 ms long.
+pub const ENVELOPE_FRAME_MS: u32 = 20;
+
+enum Job {
+    Clip {
+        generation: u64,
+        turn: TurnId,
+        index: u32,
+        actions: Vec<Action>,
+        audio: oneshot::Receiver<Option<Audio>>,
+    },
+    /// Everything of `turn` before this marker has been queued; answer once it has played.
+    EndOfTurn {
+        generation: u64,
+        done: oneshot::Sender<Result<(), SinkError>>,
+    },
+}
+
+struct Shared {
+    generation: AtomicU64,
+    /// Wakes the sequencer when an interrupt happens while it waits for the output to drain.
+    interrupted: tokio::sync::Notify,
+    events: Mutex<Option<SinkEvents>>,
+    /// When the first sample of each turn's first clip went out (for latency reports).
+    first_audio: Mutex<HashMap<TurnId, Instant>>,
+}
+
+impl Shared {
+    fn emit(&self, event: Event) {
+        if let Ok(guard) = self.events.lock()
+            && let Some(events) = guard.as_ref()
+        {
+            events.send(event);
+        }
+    }
+}
+
+pub struct VoiceSink {
+    tts: Arc<dyn TextToSpeech>,
+    output: Arc<dyn AudioOutput>,
+    workers: Arc<Semaphore>,
+    jobs: mpsc::UnboundedSender<Job>,
+    shared: Arc<Shared>,
+}
+
+impl VoiceSink {
+    /// `workers`: how many sentences may be synthesized at the same time (at least 1).
+    /// Must be called inside a tokio runtime (it starts the sequencer task).
+    pub fn new(tts: Arc<dyn TextToSpeech>, output: Arc<dyn AudioOutput>, workers: usize) -> Self {
+        let shared = Arc::new(Shared {
+            generation: AtomicU64::new(0),
+            interrupted: tokio::sync::Notify::new(),
+            events: Mutex::new(None),
+            first_audio: Mutex::new(HashMap::new()),
+        });
+        let (jobs, queue) = mpsc::unbounded_channel();
+        tokio::spawn(sequence(queue, Arc::clone(&output), Arc::clone(&shared)));
+        Self {
+            tts,
+            output,
+            workers: Arc::new(Semaphore::new(workers.max(1))),
+            jobs,
+            shared,
+        }
+    }
+
+    /// When the first audio sample of `turn` was handed to the device, if it has been.
+    pub fn first_audio_at(&self, turn: TurnId) -> Option<Instant> {
+        self.shared.first_audio.lock().ok()?.get(&turn).copied()
+    }
+
+    pub fn tts_name(&self) -> &str {
+        self.tts.name()
+    }
+}
+
+impl OutputSink for VoiceSink {
+    fn attach(&self, events: SinkEvents) {
+        if let Ok(mut slot) = self.shared.events.lock() {
+            *slot = Some(events);
+        }
+    }
+
+    fn enqueue(&self, turn: TurnId, sentence: Sentence) -> Result<(), SinkError> {
+        let Some(text) = sentence.tts_text.clone() else {
+            return Ok(()); // display-only sentence: nothing to say
+        };
+        let (tx, rx) = oneshot::channel();
+        let tts = Arc::clone(&self.tts);
+        let workers = Arc::clone(&self.workers);
+        tokio::spawn(async move {
+            let Ok(_permit) = workers.acquire_owned().await else {
+                return;
+            };
+            let outcome = tokio::task::spawn_blocking(move || tts.synthesize(&text)).await;
+            let audio = match outcome {
+                Ok(Ok(audio)) => Some(audio),
+                Ok(Err(error)) => {
+                    tracing::error!(%error, "speech synthesis failed; the sentence stays silent");
+                    None
+                }
+                Err(join) => {
+                    tracing::error!(%join, "speech synthesis crashed; the sentence stays silent");
+                    None
+                }
+            };
+            let _ = tx.send(audio);
+        });
+        self.jobs
+            .send(Job::Clip {
+                generation: self.shared.generation.load(Ordering::SeqCst),
+                turn,
+                index: sentence.index,
+                actions: sentence.actions,
+                audio: rx,
+            })
+            .map_err(|_| SinkError::Unavailable("the voice output has stopped".to_owned()))
+    }
+
+    fn finish_turn(&self, _turn: TurnId) -> BoxFuture<'static, Result<(), SinkError>> {
+        let (done, wait) = oneshot::channel();
+        let sent = self.jobs.send(Job::EndOfTurn {
+            generation: self.shared.generation.load(Ordering::SeqCst),
+            done,
+        });
+        Box::pin(async move {
+            if sent.is_err() {
+                return Err(SinkError::Unavailable(
+                    "the voice output has stopped".to_owned(),
+                ));
+            }
+            wait.await.unwrap_or(Err(SinkError::Interrupted))
+        })
+    }
+
+    fn interrupt(&self) {
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
+        self.output.stop();
+        self.shared.interrupted.notify_waiters();
+    }
+}
+
+/// Hands clips to the output in order; answers end-of-turn markers once the output has drained.
+async fn sequence(
+    mut queue: mpsc::UnboundedReceiver<Job>,
+    output: Arc<dyn AudioOutput>,
+    shared: Arc<Shared>,
+) {
+    while let Some(job) = queue.recv().await {
+        let current = || shared.generation.load(Ordering::SeqCst);
+        match job {
+            Job::Clip {
+                generation,
+                turn,
+                index,
+                actions,
+                audio,
+            } => {
+                let Ok(Some(audio)) = audio.await else {
+                    continue;
+                };
+                if generation != current() || audio.samples.is_empty() {
+                    continue;
+                }
+                play(&output, &shared, turn, index, actions, audio);
+            }
+            Job::EndOfTurn { generation, done } => {
+                if generation != current() {
+                    let _ = done.send(Err(SinkError::Interrupted));
+                    continue;
+                }
+                // Do not rely on the output alone to wake us on an interrupt.
+                tokio::select! {
+                    () = output.drained() => {}
+                    () = shared.interrupted.notified() => {}
+                }
+                let outcome = if generation == current() {
+                    Ok(())
+                } else {
+                    Err(SinkError::Interrupted)
+                };
+                let _ = done.send(outcome);
+            }
+        }
+    }
+}
+
+fn play(
+    output: &Arc<dyn AudioOutput>,
+    shared: &Arc<Shared>,
+    turn: TurnId,
+    index: u32,
+    actions: Vec<Action>,
+    audio: Audio,
+) {
+    let envelope = envelope(&audio, ENVELOPE_FRAME_MS);
+    let duration_ms = (audio.duration_secs() * 1000.0).round() as u32;
+    let started = Arc::clone(shared);
+    let finished = Arc::clone(shared);
+    let clip = Clip {
+        audio,
+        on_start: Some(Box::new(move || {
+            if let Ok(mut first) = started.first_audio.lock() {
+                first.entry(turn).or_insert_with(Instant::now);
+            }
+            started.emit(Event::AudioStarted {
+                turn_id: turn,
+                sentence_index: index,
+                duration_ms,
+                frame_ms: ENVELOPE_FRAME_MS,
+                envelope,
+                actions,
+            });
+        })),
+        on_finish: Some(Box::new(move || {
+            finished.emit(Event::AudioFinished {
+                turn_id: turn,
+                sentence_index: index,
+            });
+        })),
+    };
+    if let Err(error) = output.play(clip) {
+        tracing::error!(%error, "cannot play a sentence");
+        shared.emit(Event::Error {
+            code: tomo_core::protocol::ErrorCode::Output,
+            message: error.to_string(),
+            recoverable: true,
+        });
+    }
+}
+
+/// RMS per `frame_ms` frame, scaled so the loudest frame is 1.0 (all zeros for silence).
+pub fn envelope(audio: &Audio, frame_ms: u32) -> Vec<f32> {
+    let frame = (audio.sample_rate as usize * frame_ms as usize / 1000).max(1);
+    let rms: Vec<f32> = audio
+        .samples
+        .chunks(frame)
+        .map(|chunk| (chunk.iter().map(|s| s * s).sum::<f32>() / chunk.len() as f32).sqrt())
+        .collect();
+    let peak = rms.iter().copied().fold(0.0_f32, f32::max);
+    if peak <= f32::EPSILON {
+        return vec![0.0; rms.len()];
+    }
+    rms.iter().map(|r| (r / peak).clamp(0.0, 1.0)).collect()
+}
+
+#[cfg(test)]
+#[path = "voice_sink_tests.rs"]
+mod tests;
