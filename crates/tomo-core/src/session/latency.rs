@@ -58,11 +58,11 @@ impl LatencyTracker {
             Event::Sentence { turn_id, .. } if *turn_id == self.turn_id => {
                 self.first_sentence.get_or_insert(now);
             }
-            Event::AudioStarted { turn_id, .. } if *turn_id == self.turn_id => {
-                if self.first_audio.is_none() {
-                    self.first_audio = Some(now);
-                    return self.report();
-                }
+            Event::AudioStarted { turn_id, .. }
+                if *turn_id == self.turn_id && self.first_audio.is_none() =>
+            {
+                self.first_audio = Some(now);
+                return self.report();
             }
             _ => {}
         }
