@@ -39,9 +39,12 @@ impl TextToSpeech for ScriptedTts {
     }
 }
 
+/// (what happened, clip number, when)
+type PlayLog = Arc<Mutex<Vec<(&'static str, usize, Instant)>>>;
+
 /// Plays clips one after another on a timer, recording (text-free) start/end instants per clip.
 struct TimedOutput {
-    log: Arc<Mutex<Vec<(&'static str, usize, Instant)>>>,
+    log: PlayLog,
     count: Mutex<usize>,
     tx: mpsc::UnboundedSender<(usize, Clip)>,
     busy: watch::Receiver<usize>,
@@ -53,7 +56,7 @@ impl TimedOutput {
         let (tx, mut rx) = mpsc::unbounded_channel::<(usize, Clip)>();
         let (busy_tx, busy) = watch::channel(0usize);
         let (stop, mut stopped) = watch::channel(0u64);
-        let log: Arc<Mutex<Vec<(&'static str, usize, Instant)>>> = Arc::default();
+        let log: PlayLog = Arc::default();
         let player_log = Arc::clone(&log);
         tokio::spawn(async move {
             while let Some((n, mut clip)) = rx.recv().await {
