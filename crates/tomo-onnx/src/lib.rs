@@ -38,6 +38,19 @@ pub fn ensure_runtime(library: &Path) -> Result<(), OnnxError> {
     }
 }
 
+/// The process's ONNX Runtime environment, loading the runtime from `library` first if needed. ort 2.0.0-rc.15
+/// builds sessions from an explicit environment (`Session::builder(&env)`), and the only one that may exist is
+/// the one [`ensure_runtime`] created.
+pub fn environment(library: &Path) -> Result<ort::environment::Environment, OnnxError> {
+    ensure_runtime(library)?;
+    match LOADED.get() {
+        Some(Ok((_, environment))) => Ok(environment.clone()),
+        Some(Err(error)) => Err(error.clone()),
+        // ensure_runtime initialised LOADED just above.
+        None => Err(OnnxError::Missing(library.to_path_buf())),
+    }
+}
+
 fn load(library: &Path) -> Result<(PathBuf, ort::environment::Environment), OnnxError> {
     if !library.is_file() {
         return Err(OnnxError::Missing(library.to_path_buf()));
