@@ -6,7 +6,10 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tomo/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 # Debian packages the build needs. Installed only when missing (apt-get is slow even when it has nothing to do).
-TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 python3-venv)
+# cmake/clang: whisper.cpp (whisper-rs); libasound2-dev: cpal; espeak-ng: Piper phonemes and a fallback
+# voice; flite: fallback voice; pulseaudio + alsa plugins: a real (null) sound device for tests; sox: test audio.
+TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 python3-venv cmake clang libclang-dev
+    libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox)
 
 tomo_install_system_packages() {
     local missing=()

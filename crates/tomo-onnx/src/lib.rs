@@ -6,7 +6,7 @@
 //! ort's default attempt to download one.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 pub use ort;
 
@@ -21,33 +21,30 @@ pub enum OnnxError {
 }
 
 /// The library path and the environment. ort only keeps a weak reference to the environment, so it must
-/// live here for as long as the process runs sessions.
-static LOADED: OnceLock<Result<(PathBuf, ort::environment::Environment), OnnxError>> =
-    OnceLock::new();
+/// live here for as long as the process runs sessions. Only a successful load is remembered: a library that
+/// was missing can be installed (`tomo models install`) and loaded later by the same process.
+static LOADED: Mutex<Option<(PathBuf, ort::environment::Environment)>> = Mutex::new(None);
 
 /// Loads the runtime from `library` on first call; later calls check they ask for the same library.
 pub fn ensure_runtime(library: &Path) -> Result<(), OnnxError> {
-    let outcome = LOADED.get_or_init(|| load(library));
-    match outcome {
-        Ok((loaded, _)) if loaded == library => Ok(()),
-        Ok((loaded, _)) => Err(OnnxError::Conflict {
-            loaded: loaded.clone(),
-            requested: library.to_path_buf(),
-        }),
-        Err(error) => Err(error.clone()),
-    }
+    environment(library).map(|_| ())
 }
 
 /// The process's ONNX Runtime environment, loading the runtime from `library` first if needed. ort 2.0.0-rc.15
-/// builds sessions from an explicit environment (`Session::builder(&env)`), and the only one that may exist is
-/// the one [`ensure_runtime`] created.
+/// builds sessions from an explicit environment (`Session::builder(&env)`), and only one may exist.
 pub fn environment(library: &Path) -> Result<ort::environment::Environment, OnnxError> {
-    ensure_runtime(library)?;
-    match LOADED.get() {
-        Some(Ok((_, environment))) => Ok(environment.clone()),
-        Some(Err(error)) => Err(error.clone()),
-        // ensure_runtime initialised LOADED just above.
-        None => Err(OnnxError::Missing(library.to_path_buf())),
+    let mut loaded = LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    match loaded.as_ref() {
+        Some((path, environment)) if path == library => Ok(environment.clone()),
+        Some((path, _)) => Err(OnnxError::Conflict {
+            loaded: path.clone(),
+            requested: library.to_path_buf(),
+        }),
+        None => {
+            let (path, environment) = load(library)?;
+            *loaded = Some((path, environment.clone()));
+            Ok(environment)
+        }
     }
 }
 
