@@ -28,6 +28,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     for warning in &loaded.warnings {
         eprintln!("{warning}");
     }
+    let memory = Arc::new(tomo_memory::MemoryPluginFactory::new());
     let env = Environment {
         plugins_dir: plugins_dir_for(&args.profile, args.plugins_dir.as_deref()),
         data_root: args.data_dir.clone().unwrap_or_else(default_data_root),
@@ -41,7 +42,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         },
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),
-        plugin_factories: Vec::new(),
+        plugin_factories: vec![memory.clone()],
     };
     let (session, mut events) = start_session(loaded.profile, env, Arc::new(TextSink))
         .await
@@ -58,6 +59,8 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     };
     ops.send(Op::Shutdown).await.ok();
     session.join().await;
+    // Facts of the last turn are learned in the background; give that a moment before exiting.
+    let _ = tokio::time::timeout(Duration::from_secs(30), memory.wait_idle()).await;
     while let Ok(envelope) = events.try_recv() {
         renderer.show(&envelope);
     }

@@ -1,6 +1,7 @@
 //! `tomo`: the headless front end of the Tomo engine.
 
 mod chat;
+mod memory_cmd;
 mod paths;
 mod profile_cmd;
 mod render;
@@ -28,6 +29,8 @@ enum Command {
     /// Check or describe character profiles.
     #[command(subcommand)]
     Profile(ProfileCommand),
+    /// See and delete what a character remembers: list, search <q>, forget <id> | --all.
+    Memory(memory_cmd::MemoryArgs),
 }
 
 /// Endpoint flags: a flag wins over its environment variable, which wins over the profile.
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
             Ok(profile_cmd::check(&file, plugins_dir.as_deref()))
         }
         Command::Profile(ProfileCommand::Schema) => profile_cmd::schema(),
+        Command::Memory(args) => memory_cmd::run(args),
     };
     match outcome {
         Ok(code) => code,

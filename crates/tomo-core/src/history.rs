@@ -161,6 +161,30 @@ impl History {
     }
 }
 
+impl History {
+    /// Turns with `after < turn_id < before`, oldest first, each as its (repaired) messages. Context
+    /// compression uses it to see which turns are not yet in the running summary.
+    pub fn turns_between(&self, after: u64, before: u64) -> Vec<(u64, Vec<ChatMessage>)> {
+        let mut turns: Vec<(u64, Vec<ChatMessage>)> = Vec::new();
+        for record in &self.records {
+            if record.turn_id <= after || record.turn_id >= before {
+                continue;
+            }
+            match turns.last_mut() {
+                Some((id, messages)) if *id == record.turn_id => {
+                    messages.push(record.message.clone())
+                }
+                _ => turns.push((record.turn_id, vec![record.message.clone()])),
+            }
+        }
+        turns
+            .into_iter()
+            .map(|(id, messages)| (id, repair(messages)))
+            .filter(|(_, messages)| !messages.is_empty())
+            .collect()
+    }
+}
+
 fn repair(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
     let mut out: Vec<ChatMessage> = Vec::with_capacity(messages.len());
     let mut index = 0;

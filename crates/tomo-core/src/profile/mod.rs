@@ -114,9 +114,14 @@ pub struct LlmConfig {
     /// Show `<think>` blocks in the UI. They are never spoken.
     #[serde(default)]
     pub show_think: bool,
-    /// How many recent turns are sent verbatim.
+    /// How many recent turns are sent verbatim (at most); older turns are folded into a running summary.
     #[serde(default = "default_context_turns")]
     pub context_turns: usize,
+    /// Upper bound of a request's prompt, in estimated tokens (characters / 4: a deliberately rough,
+    /// tokenizer-free estimate, conservative for English). Old turns are summarised to stay under it.
+    #[serde(default = "default_context_budget_tokens")]
+    #[schemars(range(min = 256))]
+    pub context_budget_tokens: usize,
     /// Seconds before a request without progress is abandoned.
     #[serde(default = "default_request_timeout_secs")]
     #[schemars(extend("exclusiveMinimum" = 0))]
@@ -135,6 +140,9 @@ fn default_base_url() -> String {
 }
 fn default_context_turns() -> usize {
     20
+}
+fn default_context_budget_tokens() -> usize {
+    8000
 }
 fn default_request_timeout_secs() -> f64 {
     60.0

@@ -12,6 +12,7 @@ use crate::llm::{ChatMessage, LlmClient, LlmEndpoint};
 use crate::pipeline::PipelineSettings;
 use crate::plugins::host::{self, FactoryContext, PluginFactory, PluginProblem};
 use crate::profile::Profile;
+use crate::session::compress::Compressor;
 use crate::session::prompt;
 use crate::tools::ToolRegistry;
 
@@ -67,8 +68,9 @@ pub struct Character {
     pub system_prompt: String,
     pub show_reasoning: bool,
     pub hook_timeout: Duration,
-    context_turns: usize,
     history: Mutex<History>,
+    /// Recent turns verbatim, older ones in a running summary (see `compress.rs`).
+    compressor: Compressor,
 }
 
 impl Character {
@@ -130,7 +132,12 @@ impl Character {
                 ..AgentConfig::default()
             },
             show_reasoning: llm.show_reasoning,
-            context_turns: llm.context_turns,
+            compressor: Compressor::new(
+                &data_dir,
+                &profile.character.name,
+                llm.context_budget_tokens,
+                llm.context_turns,
+            ),
             hook_timeout: env.hook_timeout,
             client,
             tools: loaded.tools,
@@ -166,13 +173,30 @@ impl Character {
         }
     }
 
-    /// Recent turns before `turn_id`, bounded by the profile's `context_turns`.
-    pub(crate) fn history_context(&self, turn_id: u64) -> Vec<ChatMessage> {
-        let history = match self.history.lock() {
-            Ok(history) => history,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        history.context_before(turn_id, self.context_turns)
+    /// The system prompt (with the running summary of older turns) and the verbatim recent turns before
+    /// `turn_id`, under the profile's `context_budget_tokens` and `context_turns` given the user
+    /// message that will follow them.
+    pub(crate) async fn prompt_context(
+        &self,
+        turn_id: u64,
+        user_message: &str,
+    ) -> (String, Vec<ChatMessage>) {
+        self.compressor
+            .context(
+                &self.history,
+                &self.client,
+                &self.system_prompt,
+                user_message,
+                turn_id,
+            )
+            .await
+    }
+
+    /// After a finished turn: folds old turns into the running summary when they take too much room.
+    pub(crate) async fn compact_history(&self, turn_id: u64) {
+        self.compressor
+            .maintain(&self.history, &self.client, &self.system_prompt, turn_id)
+            .await;
     }
 }
 

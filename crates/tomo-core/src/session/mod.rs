@@ -3,6 +3,7 @@
 //! and emits every [`Event`] with a per-session sequence number.
 
 mod character;
+pub mod compress;
 mod hooks;
 mod latency;
 mod prompt;

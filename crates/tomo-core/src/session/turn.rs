@@ -114,12 +114,12 @@ async fn execute(
     };
     reporter.hook_failures(failures);
 
-    let messages = prompt::build_messages(
-        &character.system_prompt,
-        character.history_context(turn_id),
-        &input.user_text,
-        &memory,
-    );
+    // Context compression: the system prompt carries the running summary of older turns, and the
+    // verbatim history is what fits the token budget next to this user message (session/compress.rs).
+    let (system, history) = character
+        .prompt_context(turn_id, &prompt::user_message(&input.user_text, &memory))
+        .await;
+    let messages = prompt::build_messages(&system, history, &input.user_text, &memory);
     let tool_ctx = ToolContext {
         agent_id: character.agent_id().to_owned(),
         data_dir: character.data_dir.clone(),
@@ -158,7 +158,18 @@ async fn execute(
                 assistant_text: outcome.transcript.text,
                 proactive: input.proactive,
             });
-            finish_output(character, sink, turn_id, turn, hook_ctx, cancel, reporter).await;
+            // Folding old turns into the summary runs while the output drains, off the hot path: a new
+            // user message cancels it, and it is retried after the next turn.
+            let compact = async {
+                tokio::select! {
+                    () = cancel.cancelled() => {}
+                    () = character.compact_history(turn_id) => {}
+                }
+            };
+            tokio::join!(
+                finish_output(character, sink, turn_id, turn, hook_ctx, cancel, reporter),
+                compact
+            );
         }
         Err(AgentError::Cancelled { transcript }) => {
             sink.interrupt();

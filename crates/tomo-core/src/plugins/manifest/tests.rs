@@ -47,7 +47,8 @@ fn shipped_manifests_load() {
     let (manifests, diagnostics) = discover_plugins(&dir);
     assert!(diagnostics.is_empty(), "{diagnostics:#?}");
     let ids: Vec<&str> = manifests.iter().map(|m| m.id.as_str()).collect();
-    assert_eq!(ids, ["diary", "time", "web_fetch"]);
+    // `memory` is implemented outside tomo-core (crate tomo-memory).
+    assert_eq!(ids, ["diary", "memory", "time", "web_fetch"]);
 
     let diary = &manifests[0];
     assert_eq!(diary.kind, PluginKind::Hook);
@@ -57,11 +58,11 @@ fn shipped_manifests_load() {
     );
     assert_eq!(diary.source, dir.join("diary/plugin.toml"));
 
-    let time = &manifests[1];
+    let time = &manifests[2];
     assert_eq!(time.kind, PluginKind::Tool);
     assert!(time.config.is_empty());
 
-    let web = &manifests[2];
+    let web = &manifests[3];
     assert_eq!(web.kind, PluginKind::Tool);
     assert_eq!(
         web.config,

@@ -1,0 +1,105 @@
+//! `tomo memory`: see and delete what a character remembers (the embedded `sqlite` backend; memories of
+//! an external service are managed by that service).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use tomo_core::profile::load_profile;
+use tomo_core::session::default_data_root;
+use tomo_memory::{Fact, MemoryStore, database_path};
+
+#[derive(Debug, Args)]
+pub struct MemoryArgs {
+    /// The character profile: its `character.agent_id` names the memory space.
+    #[arg(long, short, global = true)]
+    pub profile: Option<PathBuf>,
+    /// Data root holding `memory.sqlite` (default: the platform data dir).
+    #[arg(long, env = "TOMO_DATA_DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: MemoryCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// List remembered facts, newest first.
+    List {
+        /// Include facts that were superseded by newer ones.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Full-text search in the character's current facts.
+    Search {
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Delete one fact by id, or every fact of the character with --all.
+    Forget {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<i64>,
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
+    let Some(profile_path) = args.profile else {
+        anyhow::bail!("--profile is required: it names whose memories to show");
+    };
+    let profile = match load_profile(&profile_path) {
+        Ok(loaded) => loaded.profile,
+        Err(error) => {
+            eprintln!("{error}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let agent = profile.character.agent_id;
+    let data_root = args.data_dir.unwrap_or_else(default_data_root);
+    let path = database_path(&data_root);
+    if !path.exists() {
+        println!(
+            "{agent} remembers nothing yet ({} does not exist)",
+            path.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let store = MemoryStore::open(&path)?;
+    match args.command {
+        MemoryCommand::List { all } => print_facts(&store.list(&agent, all)?),
+        MemoryCommand::Search { query, limit } => {
+            print_facts(&store.search_text(&agent, &query, limit)?)
+        }
+        MemoryCommand::Forget { all: true, .. } => {
+            let n = store.forget_all(&agent)?;
+            println!("forgot {n} fact(s) of {agent}");
+        }
+        MemoryCommand::Forget { id, .. } => {
+            let id = id.context("an id or --all is required")?;
+            if store.forget(&agent, id)? {
+                println!("forgot fact {id}");
+            } else {
+                eprintln!("{agent} has no fact {id}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_facts(facts: &[Fact]) {
+    for fact in facts {
+        let status = match fact.superseded_by {
+            Some(newer) => format!("  (superseded by {newer})"),
+            None => String::new(),
+        };
+        println!(
+            "{:>5}  {}  {}{status}",
+            fact.id,
+            fact.created_at.format("%Y-%m-%d"),
+            fact.fact
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! Fact extraction: one JSON-only LLM call per finished turn. The model sees the exchange and the
+//! related facts already stored (with ids), and answers which facts to add and which stored facts a new
+//! statement replaces. Answers are parsed leniently (code fences, prose around the JSON, strings or
+//! objects in the lists); an answer that still makes no sense is an error the caller logs and skips.
+
+use futures::StreamExt;
+use serde_json::Value;
+use tomo_core::llm::{ChatMessage, LlmClient, LlmEvent};
+
+use crate::store::Fact;
+
+/// What the extractor decided.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extraction {
+    pub add: Vec<String>,
+    /// (id of the stored fact, the fact that replaces it)
+    pub supersede: Vec<(i64, String)>,
+}
+
+impl Extraction {
+    pub fn is_empty(&self) -> bool {
+        self.add.is_empty() && self.supersede.is_empty()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    #[error("fact extraction: the LLM call failed: {0}")]
+    Llm(#[from] tomo_core::llm::LlmError),
+    #[error("fact extraction: unusable answer ({reason}): {answer}")]
+    Malformed { reason: String, answer: String },
+}
+
+const INSTRUCTIONS: &str = "You maintain the long-term memory of a companion character about its user. \
+From the exchange below, extract durable facts worth remembering for weeks: the user's name, people and \
+pets in their life, preferences, plans, important events, where they live or work. Ignore small talk, \
+questions, and anything only true for this moment. Write each fact as one short sentence about \"The user\".\n\
+If a new statement changes a stored fact (the user moved, changed jobs, changed their mind), do not add it: \
+put it in \"supersede\" with the id of the stored fact it replaces.\n\
+Answer with JSON only, no prose, exactly this shape:\n\
+{\"add\": [\"The user ...\"], \"supersede\": [{\"id\": 12, \"fact\": \"The user ...\"}]}\n\
+Use empty lists when there is nothing to remember.";
+
+/// The extraction request: instructions, stored related facts with ids, then the exchange.
+pub fn extraction_messages(
+    user_text: &str,
+    assistant_text: &str,
+    related: &[Fact],
+) -> Vec<ChatMessage> {
+    let mut stored = String::new();
+    if related.is_empty() {
+        stored.push_str("(none)");
+    }
+    for fact in related {
+        stored.push_str(&format!(
+            "- id {}: {} ({})\n",
+            fact.id,
+            fact.fact,
+            fact.created_at.format("%Y-%m-%d")
+        ));
+    }
+    vec![
+        ChatMessage::system(INSTRUCTIONS),
+        ChatMessage::user(format!(
+            "Stored facts:\n{}\n\nExchange:\nUser: {}\nCharacter: {}",
+            stored.trim_end(),
+            user_text.trim(),
+            assistant_text.trim()
+        )),
+    ]
+}
+
+/// Runs one completion and returns its text (reasoning and tool fragments are ignored).
+pub async fn complete(
+    client: &LlmClient,
+    messages: &[ChatMessage],
+) -> Result<String, tomo_core::llm::LlmError> {
+    let mut stream = client.stream_chat(messages, &[]).await?;
+    let mut text = String::new();
+    while let Some(event) = stream.next().await {
+        if let LlmEvent::Text(delta) = event? {
+            text.push_str(&delta);
+        }
+    }
+    Ok(text)
+}
+
+pub async fn extract(
+    client: &LlmClient,
+    user_text: &str,
+    assistant_text: &str,
+    related: &[Fact],
+) -> Result<Extraction, ExtractError> {
+    let answer = complete(
+        client,
+        &extraction_messages(user_text, assistant_text, related),
+    )
+    .await?;
+    parse_extraction(&answer)
+}
+
+/// Lenient parse of the extractor's answer.
+pub fn parse_extraction(answer: &str) -> Result<Extraction, ExtractError> {
+    let malformed = |reason: &str| ExtractError::Malformed {
+        reason: reason.to_owned(),
+        answer: answer.chars().take(300).collect(),
+    };
+    // Models wrap JSON in ```json fences or a sentence; the object is from the first `{` to the last `}`.
+    let start = answer
+        .find('{')
+        .ok_or_else(|| malformed("no JSON object"))?;
+    let end = answer
+        .rfind('}')
+        .ok_or_else(|| malformed("no JSON object"))?;
+    if end < start {
+        return Err(malformed("no JSON object"));
+    }
+    let value: Value =
+        serde_json::from_str(&answer[start..=end]).map_err(|e| malformed(&e.to_string()))?;
+    let object = value
+        .as_object()
+        .ok_or_else(|| malformed("not an object"))?;
+    let mut out = Extraction::default();
+    if let Some(add) = object.get("add") {
+        let items = add
+            .as_array()
+            .ok_or_else(|| malformed("`add` is not a list"))?;
+        out.add = items.iter().filter_map(fact_text).collect();
+    }
+    if let Some(supersede) = object.get("supersede").or_else(|| object.get("update")) {
+        let items = supersede
+            .as_array()
+            .ok_or_else(|| malformed("`supersede` is not a list"))?;
+        for item in items {
+            let id = item.get("id").and_then(|id| {
+                id.as_i64()
+                    .or_else(|| id.as_str().and_then(|s| s.trim().parse().ok()))
+            });
+            match (id, fact_text(item)) {
+                (Some(id), Some(fact)) => out.supersede.push((id, fact)),
+                _ => {
+                    tracing::warn!(%item, "fact extraction: skipping a supersede item without id and fact")
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A fact given as `"text"` or `{"fact": "text"}`; blank facts are dropped.
+fn fact_text(item: &Value) -> Option<String> {
+    let text = match item {
+        Value::String(s) => s.as_str(),
+        Value::Object(map) => map
+            .get("fact")
+            .or_else(|| map.get("text"))
+            .and_then(Value::as_str)?,
+        _ => return None,
+    };
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn parses_fenced_and_loose_answers() {
+        let answer = "Sure!\n```json\n{\"add\": [\"The user has a cat named Miso.\", {\"fact\": \" \"}], \
+                      \"supersede\": [{\"id\": \"3\", \"fact\": \"The user lives in Berlin.\"}, {\"id\": 4}]}\n```";
+        let parsed = parse_extraction(answer).unwrap();
+        assert_eq!(parsed.add, vec!["The user has a cat named Miso."]);
+        assert_eq!(
+            parsed.supersede,
+            vec![(3, "The user lives in Berlin.".to_owned())]
+        );
+        assert!(parse_extraction("{}").unwrap().is_empty());
+    }
+
+    #[test]
+    fn rejects_nonsense() {
+        for answer in ["I cannot do that.", "{\"add\": \"x\"}", "{oops}", "} {"] {
+            assert!(
+                matches!(
+                    parse_extraction(answer),
+                    Err(ExtractError::Malformed { .. })
+                ),
+                "{answer}"
+            );
+        }
+    }
+}
