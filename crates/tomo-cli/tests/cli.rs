@@ -220,7 +220,7 @@ async fn history_survives_a_killed_process() {
     let mut child = tomo(data.path())
         .env("TOMO_LLM_BASE_URL", server.base_url())
         .args(["chat", "--profile"])
-        .arg(repo("profiles/hana.toml"))
+        .arg(repo("profiles/kuro.toml"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -250,7 +250,7 @@ async fn history_survives_a_killed_process() {
     let out = run(tomo(data.path())
         .env("TOMO_LLM_BASE_URL", server.base_url())
         .args(["chat", "--once", "What is my name?", "--profile"])
-        .arg(repo("profiles/hana.toml")))
+        .arg(repo("profiles/kuro.toml")))
     .await;
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let messages = server.requests()[2].messages().to_vec();

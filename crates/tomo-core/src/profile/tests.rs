@@ -96,7 +96,7 @@ fn shipped_profiles_load_without_warnings_and_pass_check() {
     let hana = load_profile(&repo_root().join("profiles/hana.toml"))
         .unwrap()
         .profile;
-    assert_eq!(hana.plugins.enabled, ["time", "diary"]);
+    assert_eq!(hana.plugins.enabled, ["time", "diary", "memory"]);
     assert_eq!(
         hana.emotions(),
         ["angry", "joy", "neutral", "sad", "surprised"]
