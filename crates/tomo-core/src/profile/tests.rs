@@ -109,7 +109,11 @@ fn shipped_profiles_load_without_warnings_and_pass_check() {
         .unwrap()
         .profile;
     assert_eq!(kuro.plugins.enabled, ["time", "web_fetch"]);
-    assert_ne!(kuro.tts.voice, hana.tts.voice);
+    // One neural voice ships offline; the characters still sound different.
+    assert_ne!(
+        (&kuro.tts.voice, kuro.tts.speed),
+        (&hana.tts.voice, hana.tts.speed)
+    );
 }
 
 #[test]
