@@ -1,6 +1,7 @@
 //! `tomo`: the headless front end of the Tomo engine.
 
 mod chat;
+mod models_cmd;
 mod paths;
 mod profile_cmd;
 mod render;
@@ -28,6 +29,9 @@ enum Command {
     /// Check or describe character profiles.
     #[command(subcommand)]
     Profile(ProfileCommand),
+    /// List, install and download models (whisper, VAD, voices, ONNX Runtime).
+    #[command(subcommand)]
+    Models(models_cmd::ModelsCommand),
 }
 
 /// Endpoint flags: a flag wins over its environment variable, which wins over the profile.
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
             Ok(profile_cmd::check(&file, plugins_dir.as_deref()))
         }
         Command::Profile(ProfileCommand::Schema) => profile_cmd::schema(),
+        Command::Models(command) => models_cmd::run(command),
     };
     match outcome {
         Ok(code) => code,
