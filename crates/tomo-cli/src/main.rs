@@ -2,6 +2,7 @@
 
 mod chat;
 mod memory_cmd;
+mod models_cmd;
 mod paths;
 mod profile_cmd;
 mod render;
@@ -31,6 +32,9 @@ enum Command {
     Profile(ProfileCommand),
     /// See and delete what a character remembers: list, search <q>, forget <id> | --all.
     Memory(memory_cmd::MemoryArgs),
+    /// List, install and download models (whisper, VAD, voices, ONNX Runtime).
+    #[command(subcommand)]
+    Models(models_cmd::ModelsCommand),
 }
 
 /// Endpoint flags: a flag wins over its environment variable, which wins over the profile.
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         }
         Command::Profile(ProfileCommand::Schema) => profile_cmd::schema(),
         Command::Memory(args) => memory_cmd::run(args),
+        Command::Models(command) => models_cmd::run(command),
     };
     match outcome {
         Ok(code) => code,

@@ -33,7 +33,9 @@ pub fn ensure_runtime(library: &Path) -> Result<(), OnnxError> {
 /// The process's ONNX Runtime environment, loading the runtime from `library` first if needed. ort 2.0.0-rc.15
 /// builds sessions from an explicit environment (`Session::builder(&env)`), and only one may exist.
 pub fn environment(library: &Path) -> Result<ort::environment::Environment, OnnxError> {
-    let mut loaded = LOADED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut loaded = LOADED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     match loaded.as_ref() {
         Some((path, environment)) if path == library => Ok(environment.clone()),
         Some((path, _)) => Err(OnnxError::Conflict {

@@ -1,6 +1,7 @@
 //! Debian voices (flite, espeak-ng) and the fallback wrapper, with the real tools.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "tts_common/mod.rs"]
 mod common;
 
 use common::rms;

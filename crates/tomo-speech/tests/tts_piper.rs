@@ -1,6 +1,7 @@
 //! The Piper voice from the model store, run for real (espeak-ng phonemes, ONNX Runtime).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "tts_common/mod.rs"]
 mod common;
 
 use std::time::Instant;

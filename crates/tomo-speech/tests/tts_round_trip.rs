@@ -2,16 +2,25 @@
 //! phonemes, ids and scales are right (a wrong alphabet still makes sound, just not words).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "tts_common/mod.rs"]
 mod common;
 
 use tomo_speech::asr::SpeechToText;
+use tomo_speech::asr::whisper::WhisperAsr;
 use tomo_speech::tts::{FliteTts, TextToSpeech};
 
-/// The recognizer to check against.
+/// Whisper base (multilingual) from the model store; missing → skipped outside CI, a failure in CI.
 fn recognizer() -> Option<Box<dyn SpeechToText>> {
-    // TODO(lead): wire WhisperAsr (tomo_speech::asr::whisper) with the store's whisper/ggml-tiny.en.bin
-    // once the ASR branch is merged.
-    None
+    let model = common::models_root().join("whisper/ggml-base.bin");
+    if !model.is_file() {
+        let message = format!("{} is missing (run `tomo models install`)", model.display());
+        assert!(std::env::var_os("CI").is_none(), "{message}");
+        println!("skipped: {message}");
+        return None;
+    }
+    Some(Box::new(
+        WhisperAsr::new(&model, Some("en".into()), 2).unwrap(),
+    ))
 }
 
 const SENTENCES: [&str; 3] = [
@@ -48,7 +57,6 @@ fn round_trip(tts: &dyn TextToSpeech, asr: &dyn SpeechToText) {
 #[test]
 fn tts_round_trip() {
     let Some(asr) = recognizer() else {
-        println!("skipped: no speech recognizer wired into this test yet");
         return;
     };
     if let Some(piper) = common::piper(1.0) {

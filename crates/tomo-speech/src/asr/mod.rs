@@ -1,4 +1,13 @@
-//! Speech to text.
+//! Speech to text: local whisper.cpp ([`whisper::WhisperAsr`]) or an OpenAI-compatible service
+//! ([`cloud::CloudAsr`]), and a word error rate to measure them.
+
+pub mod cloud;
+mod wer;
+pub mod whisper;
+
+pub use cloud::CloudAsr;
+pub use wer::{normalize_words, word_error_rate};
+pub use whisper::{WhisperAsr, WhisperConfig};
 
 /// What the user said.
 #[derive(Debug, Clone, PartialEq, Default)]

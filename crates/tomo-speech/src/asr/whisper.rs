@@ -1,0 +1,259 @@
+//! Local speech recognition with whisper.cpp (through whisper-rs).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use whisper_rs::{
+    FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters, WhisperState,
+};
+
+use super::{AsrError, SpeechToText, Transcript};
+
+/// Less than this (100 ms at 16 kHz) cannot hold a word; whisper.cpp would only hallucinate on it.
+const MIN_SAMPLES: usize = 1_600;
+/// Below this RMS (about -48 dBFS) there is no speech to find, and whisper answers silence with
+/// hallucinations such as "you": return nothing instead.
+const SILENCE_RMS: f32 = 0.004;
+/// Segments whisper itself rates as probably not speech are dropped (its own default threshold).
+const NO_SPEECH_THRESHOLD: f32 = 0.6;
+
+#[derive(Debug, Clone)]
+pub struct WhisperConfig {
+    /// `en`, `zh`, ...; `None` detects the language (multilingual models only).
+    pub language: Option<String>,
+    pub threads: usize,
+    /// `None` or 1: greedy decoding; more: beam search of that width (slower, a little more accurate).
+    pub beam_size: Option<usize>,
+}
+
+impl Default for WhisperConfig {
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+        Self {
+            language: None,
+            threads,
+            beam_size: None,
+        }
+    }
+}
+
+pub struct WhisperAsr {
+    path: PathBuf,
+    config: WhisperConfig,
+    multilingual: bool,
+    /// One decoder state reused across calls (its buffers are sizeable); calls take turns.
+    state: Mutex<WhisperState>,
+    /// Keeps the model alive for the state.
+    _context: WhisperContext,
+}
+
+impl std::fmt::Debug for WhisperAsr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WhisperAsr")
+            .field("path", &self.path)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl WhisperAsr {
+    pub fn new(
+        model_path: impl AsRef<Path>,
+        language: Option<String>,
+        threads: usize,
+    ) -> Result<Self, AsrError> {
+        Self::with_config(
+            model_path,
+            WhisperConfig {
+                language,
+                threads,
+                ..WhisperConfig::default()
+            },
+        )
+    }
+
+    pub fn with_config(
+        model_path: impl AsRef<Path>,
+        config: WhisperConfig,
+    ) -> Result<Self, AsrError> {
+        let path = model_path.as_ref().to_path_buf();
+        let shown = path.display().to_string();
+        let load = |message: String| AsrError::ModelLoad {
+            path: shown.clone(),
+            message,
+        };
+        if !path.is_file() {
+            return Err(AsrError::ModelMissing(shown));
+        }
+        if let Some(language) = &config.language
+            && (language.is_empty() || !language.chars().all(|c| c.is_ascii_alphabetic()))
+        {
+            return Err(load(format!(
+                "`{language}` is not a language code such as `en`"
+            )));
+        }
+        check_header(&path).map_err(load)?;
+        whisper_rs::install_logging_hooks();
+        let path_str = path
+            .to_str()
+            .ok_or_else(|| load("path is not UTF-8".into()))?;
+        let context =
+            WhisperContext::new_with_params(path_str, WhisperContextParameters::default())
+                .map_err(|e| {
+                    load(format!(
+                        "whisper.cpp rejected the file ({e}); it may be truncated or corrupt"
+                    ))
+                })?;
+        let multilingual = context.is_multilingual();
+        if !multilingual && config.language.as_deref().is_some_and(|l| l != "en") {
+            return Err(load(format!(
+                "this model is English-only; language `{}` needs a multilingual model",
+                config.language.as_deref().unwrap_or_default()
+            )));
+        }
+        let state = context
+            .create_state()
+            .map_err(|e| load(format!("cannot create a decoder state: {e}")))?;
+        tracing::info!(path = %path.display(), multilingual, "whisper model loaded");
+        Ok(Self {
+            path,
+            config,
+            multilingual,
+            state: Mutex::new(state),
+            _context: context,
+        })
+    }
+
+    pub fn model_path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The ggml magic, so a wrong file gets a clear message instead of whisper.cpp's log line.
+fn check_header(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    if u32::from_le_bytes(magic) == 0x6767_6d6c {
+        Ok(())
+    } else {
+        Err("not a whisper.cpp ggml model (bad magic)".into())
+    }
+}
+
+impl SpeechToText for WhisperAsr {
+    fn name(&self) -> &str {
+        "whisper"
+    }
+
+    fn transcribe(&self, samples: &[f32]) -> Result<Transcript, AsrError> {
+        let language = if self.multilingual {
+            self.config.language.clone()
+        } else {
+            Some("en".into())
+        };
+        if samples.len() < MIN_SAMPLES || rms(samples) < SILENCE_RMS {
+            return Ok(Transcript {
+                text: String::new(),
+                language,
+            });
+        }
+        let strategy = match self.config.beam_size {
+            Some(width) if width > 1 => SamplingStrategy::BeamSearch {
+                beam_size: width as i32,
+                patience: -1.0,
+            },
+            _ => SamplingStrategy::Greedy { best_of: 1 },
+        };
+        let mut params = FullParams::new(strategy);
+        params.set_language(Some(language.as_deref().unwrap_or("auto")));
+        params.set_n_threads(self.config.threads.max(1) as i32);
+        params.set_no_timestamps(true);
+        params.set_suppress_blank(true);
+        params.set_suppress_nst(true);
+        params.set_no_context(true); // each utterance stands alone; no drift from the previous one
+        params.set_print_special(false);
+        params.set_print_progress(false);
+        params.set_print_realtime(false);
+        params.set_print_timestamps(false);
+
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| AsrError::Failed("a previous transcription panicked".into()))?;
+        state
+            .full(params, samples)
+            .map_err(|e| AsrError::Failed(format!("whisper.cpp: {e}")))?;
+        let mut text = String::new();
+        for segment in state.as_iter() {
+            tracing::trace!(
+                no_speech = segment.no_speech_probability(),
+                "whisper segment"
+            );
+            if segment.no_speech_probability() > NO_SPEECH_THRESHOLD {
+                continue;
+            }
+            let piece = segment
+                .to_str_lossy()
+                .map_err(|e| AsrError::Failed(e.to_string()))?;
+            let piece = piece.trim();
+            if !is_annotation(piece) {
+                if !text.is_empty() {
+                    text.push(' ');
+                }
+                text.push_str(piece);
+            }
+        }
+        let detected = if self.multilingual && language.is_none() {
+            whisper_rs::get_lang_str(state.full_lang_id_from_state()).map(str::to_string)
+        } else {
+            language
+        };
+        Ok(Transcript {
+            text: text.trim().to_string(),
+            language: detected,
+        })
+    }
+}
+
+fn rms(samples: &[f32]) -> f32 {
+    let sum: f64 = samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+    (sum / samples.len().max(1) as f64).sqrt() as f32
+}
+
+/// `[BLANK_AUDIO]`, `(music)`, `*sigh*`: whisper's descriptions of non-speech, not words the user said.
+fn is_annotation(piece: &str) -> bool {
+    let wrapped = |open: char, close: char| piece.starts_with(open) && piece.ends_with(close);
+    piece.is_empty() || wrapped('[', ']') || wrapped('(', ')') || wrapped('*', '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_speech_annotations_are_dropped() {
+        assert!(is_annotation("[BLANK_AUDIO]"));
+        assert!(is_annotation("(upbeat music)"));
+        assert!(!is_annotation("Hello there."));
+    }
+
+    #[test]
+    fn missing_model_is_model_missing() {
+        let error = WhisperAsr::new("/nonexistent/ggml-tiny.en.bin", None, 1).unwrap_err();
+        assert!(
+            matches!(error, AsrError::ModelMissing(ref p) if p.contains("ggml-tiny.en.bin")),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn non_ggml_file_is_a_clear_load_error() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), b"definitely not a model").unwrap();
+        let error = WhisperAsr::new(file.path(), None, 1).unwrap_err();
+        assert!(error.to_string().contains("bad magic"), "{error}");
+    }
+}
