@@ -8,43 +8,20 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
-use tomo_core::profile::load_profile;
 use tomo_core::protocol::{Event, EventEnvelope, Op, SessionState};
-use tomo_core::session::{Environment, LlmOverrides, default_data_root, start_session};
+use tomo_core::session::start_session;
 use tomo_core::sink::TextSink;
 
 use crate::ChatArgs;
-use crate::paths::plugins_dir_for;
 use crate::render::Renderer;
+use crate::session_env::{environment, load_profile_or_report};
 
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
-    let loaded = match load_profile(&args.profile) {
-        Ok(loaded) => loaded,
-        Err(error) => {
-            eprintln!("{error}");
-            return Ok(ExitCode::from(2));
-        }
+    let Some(profile) = load_profile_or_report(&args.profile) else {
+        return Ok(ExitCode::from(2));
     };
-    for warning in &loaded.warnings {
-        eprintln!("{warning}");
-    }
-    let memory = Arc::new(tomo_memory::MemoryPluginFactory::new());
-    let env = Environment {
-        plugins_dir: plugins_dir_for(&args.profile, args.plugins_dir.as_deref()),
-        data_root: args.data_dir.clone().unwrap_or_else(default_data_root),
-        llm: LlmOverrides {
-            base_url: args.llm.llm_base_url.clone(),
-            model: args.llm.llm_model.clone(),
-            // Keys come from the environment only: a flag would end up in shell history and `ps`.
-            api_key: std::env::var("TOMO_LLM_API_KEY")
-                .ok()
-                .filter(|k| !k.is_empty()),
-        },
-        hook_timeout: Duration::from_secs(5),
-        extra_hooks: Vec::new(),
-        plugin_factories: vec![memory.clone()],
-    };
-    let (session, mut events) = start_session(loaded.profile, env, Arc::new(TextSink))
+    let prepared = environment(&args.profile, &args.llm, &args.session);
+    let (session, mut events) = start_session(profile, prepared.env.clone(), Arc::new(TextSink))
         .await
         .context("cannot start the session")?;
     let mut renderer = Renderer::new(args.json);
@@ -59,8 +36,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     };
     ops.send(Op::Shutdown).await.ok();
     session.join().await;
-    // Facts of the last turn are learned in the background; give that a moment before exiting.
-    let _ = tokio::time::timeout(Duration::from_secs(30), memory.wait_idle()).await;
+    prepared.settle().await;
     while let Ok(envelope) = events.try_recv() {
         renderer.show(&envelope);
     }

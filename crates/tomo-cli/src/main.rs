@@ -1,11 +1,16 @@
 //! `tomo`: the headless front end of the Tomo engine.
 
+mod bench;
 mod chat;
 mod memory_cmd;
 mod models_cmd;
 mod paths;
 mod profile_cmd;
 mod render;
+mod run;
+mod session_env;
+mod talk;
+mod voice;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +32,13 @@ struct Cli {
 enum Command {
     /// Talk to a character in the terminal, streaming its answer sentence by sentence.
     Chat(ChatArgs),
+    /// Talk through the microphone and hear the character through the speakers (typing works too).
+    Run(run::RunArgs),
+    /// One voice turn from a WAV file to a WAV file, with a latency report.
+    Talk(talk::TalkArgs),
+    /// Benchmarks (not tests): `tomo bench voice`.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Check or describe character profiles.
     #[command(subcommand)]
     Profile(ProfileCommand),
@@ -61,12 +73,8 @@ pub struct ChatArgs {
     pub json: bool,
     #[command(flatten)]
     pub llm: LlmFlags,
-    /// Plugin manifests folder (default: `plugins/` next to the profile's folder, else ./plugins).
-    #[arg(long, env = "TOMO_PLUGINS_DIR")]
-    pub plugins_dir: Option<PathBuf>,
-    /// Where characters keep history and diaries (default: the platform data dir).
-    #[arg(long, env = "TOMO_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub session: session_env::SessionFlags,
 }
 
 #[derive(Debug, Subcommand)]
@@ -86,6 +94,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Chat(args) => run_async(chat::run(args)),
+        Command::Run(args) => run_async(run::run(args)),
+        Command::Talk(args) => run_async(talk::run(args)),
+        Command::Bench(command) => run_async(bench::run(command)),
         Command::Profile(ProfileCommand::Check { file, plugins_dir }) => {
             Ok(profile_cmd::check(&file, plugins_dir.as_deref()))
         }

@@ -90,7 +90,7 @@ fn list(store: &ModelStore) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn install(
+pub(crate) fn install(
     store: &ModelStore,
     names: &[String],
     options: &InstallOptions,

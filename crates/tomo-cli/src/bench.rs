@@ -1,0 +1,169 @@
+//! `tomo bench voice`: end-of-speech → first-audio latency over N real voice turns (real VAD, ASR and TTS;
+//! a scripted LLM with a chosen first-token delay, so the numbers measure Tomo, not a model server).
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use tomo_audio::{WavOutput, segments_from_wav};
+use tomo_core::protocol::{Event, Op, SessionState};
+use tomo_core::session::start_session;
+use tomo_speech::models::ModelStore;
+use tomo_speech::voice_sink::VoiceSink;
+use tomo_testkit::{ScriptedServer, script};
+
+use crate::LlmFlags;
+use crate::session_env::{SessionFlags, environment, load_profile_or_report};
+use crate::voice;
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Latency of voice turns: end of user speech → first audio sample out.
+    Voice(VoiceBenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VoiceBenchArgs {
+    /// Character whose ASR/TTS settings are used (its plugins are disabled for the run).
+    #[arg(long, short, default_value = "profiles/hana.toml")]
+    pub profile: std::path::PathBuf,
+    /// Number of turns.
+    #[arg(long, short, default_value_t = 10)]
+    pub n: usize,
+    /// Scripted LLM: delay before the first token, in milliseconds.
+    #[arg(long, default_value_t = 300)]
+    pub first_token_ms: u64,
+    /// Scripted LLM: delay between tokens, in milliseconds.
+    #[arg(long, default_value_t = 15)]
+    pub token_ms: u64,
+}
+
+const QUESTIONS: [&str; 3] = [
+    "What time is it right now?",
+    "Tell me something nice about cats.",
+    "Can you remind me to drink some water?",
+];
+const ANSWER: &str = "Of course! It is a lovely day, and I am happy to help you with that. Anything else?";
+
+pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
+    let BenchCommand::Voice(args) = command;
+    let Some(mut profile) = load_profile_or_report(&args.profile) else {
+        return Ok(ExitCode::from(2));
+    };
+    profile.plugins.enabled.clear();
+    let store = ModelStore::from_env()?;
+    let missing = voice::missing_models(&store, &profile)?;
+    if !missing.is_empty() {
+        bail!("models missing: {} (run `tomo models install`)", missing.join(", "));
+    }
+    let scratch = tempfile::tempdir()?;
+    let mut questions = Vec::new();
+    for (i, text) in QUESTIONS.iter().enumerate() {
+        let path = scratch.path().join(format!("q{i}.wav"));
+        speak_with_flite(text, &path)?;
+        questions.push(path);
+    }
+    let first = Duration::from_millis(args.first_token_ms);
+    let per = Duration::from_millis(args.token_ms);
+    let server = ScriptedServer::start((0..args.n).map(|_| script::text_reply_with_delay(ANSWER, first, per)).collect())
+        .await?;
+    let llm = LlmFlags {
+        llm_base_url: Some(server.base_url()),
+        llm_model: None,
+    };
+    let flags = SessionFlags {
+        plugins_dir: None,
+        data_dir: Some(scratch.path().join("data")),
+    };
+    let prepared = environment(&args.profile, &llm, &flags);
+    let output = Arc::new(WavOutput::create(&scratch.path().join("answers.wav"))?);
+    let sink = Arc::new(VoiceSink::new(voice::tts(&profile, &store)?, output, 2));
+    let asr = voice::asr(&profile, &store)?;
+    let mut vad = voice::vad(&store)?;
+    let (session, mut events) = start_session(profile, prepared.env.clone(), sink).await?;
+
+    let mut samples: Vec<[u64; 4]> = Vec::new();
+    for turn in 0..args.n {
+        let wav = &questions[turn % questions.len()];
+        let segments = segments_from_wav(wav, &mut vad, &voice::segmenter_config())?;
+        let speech: Vec<f32> = segments.into_iter().flat_map(|s| s.samples).collect();
+        let (transcript, asr_time) = voice::transcribe(Arc::clone(&asr), speech).await?;
+        session.send(Op::SpeechStarted).await?;
+        session
+            .send(Op::SpeechEnded {
+                transcript: transcript.text,
+                asr_ms: asr_time.as_millis() as u64,
+            })
+            .await?;
+        let mut started = false;
+        while let Some(envelope) = events.recv().await {
+            match envelope.event {
+                Event::TurnStarted { .. } => started = true,
+                Event::LatencyReport {
+                    asr_done_ms: Some(asr),
+                    first_token_ms: Some(token),
+                    first_sentence_ms: Some(sentence),
+                    first_audio_ms: Some(audio),
+                    ..
+                } => samples.push([asr, token, sentence, audio]),
+                Event::Error { message, .. } => bail!("turn {turn} failed: {message}"),
+                Event::StateChanged { to: SessionState::Idle, .. } if started => break,
+                _ => {}
+            }
+        }
+    }
+    session.send(Op::Shutdown).await.ok();
+    session.join().await;
+    if samples.is_empty() {
+        bail!("no turn produced audio");
+    }
+    println!(
+        "voice turns: {} (scripted LLM: first token after {} ms, {} ms per token)",
+        samples.len(),
+        args.first_token_ms,
+        args.token_ms
+    );
+    for (column, label) in ["asr done", "first token", "first sentence", "first audio"].iter().enumerate() {
+        let mut values: Vec<u64> = samples.iter().map(|s| s[column]).collect();
+        values.sort_unstable();
+        println!(
+            "  end of speech -> {label:<15} p50 {:>5} ms   p90 {:>5} ms",
+            percentile(&values, 50),
+            percentile(&values, 90)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn percentile(sorted: &[u64], p: usize) -> u64 {
+    let rank = (sorted.len() * p).div_ceil(100).max(1) - 1;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn speak_with_flite(text: &str, path: &Path) -> anyhow::Result<()> {
+    let status = std::process::Command::new("flite")
+        .args(["-voice", "slt", "-t", text, "-o"])
+        .arg(path)
+        .status()
+        .context("cannot run flite (apt-get install flite) to make the spoken questions")?;
+    if !status.success() {
+        bail!("flite failed making {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentile;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let values: Vec<u64> = (1..=10).collect();
+        assert_eq!(percentile(&values, 50), 5);
+        assert_eq!(percentile(&values, 90), 9);
+        assert_eq!(percentile(&[7], 90), 7);
+    }
+}

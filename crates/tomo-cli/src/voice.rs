@@ -1,0 +1,106 @@
+//! Building the voice pipeline from a profile and the model store: VAD, ASR, TTS. Shared by `tomo talk`,
+//! `tomo run` and `tomo bench voice`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use tomo_audio::{SegmenterConfig, SileroVad};
+use tomo_core::profile::Profile;
+use tomo_speech::asr::cloud::CloudAsr;
+use tomo_speech::asr::whisper::WhisperAsr;
+use tomo_speech::asr::{SpeechToText, Transcript};
+use tomo_speech::models::{ModelStatus, ModelStore};
+use tomo_speech::tts::{self, TextToSpeech};
+
+pub const VAD_MODEL: &str = "silero-vad";
+pub const RUNTIME: &str = "onnxruntime";
+
+/// The store name of the whisper model a profile asks for (`[asr] model = "base"` → `whisper-base`).
+pub fn whisper_model(profile: &Profile) -> String {
+    format!("whisper-{}", profile.asr.model)
+}
+
+/// Models this profile needs that are not installed (or are corrupt).
+pub fn missing_models(store: &ModelStore, profile: &Profile) -> anyhow::Result<Vec<String>> {
+    let mut needed = vec![VAD_MODEL.to_owned(), RUNTIME.to_owned()];
+    if profile.asr.engine == "whisper" {
+        needed.push(whisper_model(profile));
+    }
+    if profile.tts.engine == "piper" {
+        needed.push(format!("piper-{}", piper_short_name(&profile.tts.voice)));
+    }
+    let mut missing = Vec::new();
+    for name in needed {
+        match store.status(&name) {
+            Ok(ModelStatus::Installed) => {}
+            Ok(_) => missing.push(name),
+            // A voice the manifest does not know: TTS falls back to a Debian voice, nothing to install.
+            Err(_) if name.starts_with("piper-") => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(missing)
+}
+
+/// `en_US-joe-medium` → `en-joe` (the manifest's naming: language, speaker).
+fn piper_short_name(voice: &str) -> String {
+    let mut parts = voice.split('-');
+    let language = parts.next().unwrap_or_default().split('_').next().unwrap_or_default();
+    let speaker = parts.next().unwrap_or_default();
+    format!("{language}-{speaker}")
+}
+
+pub fn vad(store: &ModelStore) -> anyhow::Result<SileroVad> {
+    let model = store.path(VAD_MODEL)?;
+    let runtime = store.path(RUNTIME)?;
+    SileroVad::new(&model, &runtime).with_context(|| format!("cannot load the VAD model {}", model.display()))
+}
+
+pub fn segmenter_config() -> SegmenterConfig {
+    SegmenterConfig::default()
+}
+
+pub fn asr(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn SpeechToText>> {
+    let language = profile.asr.language.clone();
+    match profile.asr.engine.as_str() {
+        "whisper" => {
+            let model = store.path(&whisper_model(profile))?;
+            let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
+            Ok(Arc::new(WhisperAsr::new(&model, language, threads)?))
+        }
+        "openai" => {
+            // Audio leaves the machine only when the profile asks for a cloud engine.
+            let base = std::env::var("TOMO_ASR_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".into());
+            let model = std::env::var("TOMO_ASR_MODEL").unwrap_or_else(|_| "whisper-1".into());
+            let key = std::env::var("TOMO_ASR_API_KEY").ok().filter(|k| !k.is_empty());
+            Ok(Arc::new(CloudAsr::new(base, model, key, language)?))
+        }
+        other => bail!("{}: `asr.engine` {other:?} is not one of \"whisper\", \"openai\"", profile.source.display()),
+    }
+}
+
+pub fn tts(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn TextToSpeech>> {
+    let voice = tts::from_config(&profile.tts.engine, &profile.tts.voice, profile.tts.speed, &store.root)?;
+    Ok(Arc::from(voice))
+}
+
+/// Runs ASR off the async runtime and measures it.
+pub async fn transcribe(asr: Arc<dyn SpeechToText>, samples: Vec<f32>) -> anyhow::Result<(Transcript, Duration)> {
+    tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let transcript = asr.transcribe(&samples)?;
+        Ok((transcript, started.elapsed()))
+    })
+    .await?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn piper_voice_names_map_to_manifest_names() {
+        assert_eq!(piper_short_name("en_US-joe-medium"), "en-joe");
+    }
+}
