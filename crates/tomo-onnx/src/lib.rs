@@ -38,6 +38,15 @@ pub fn ensure_runtime(library: &Path) -> Result<(), OnnxError> {
     }
 }
 
+/// The environment loaded by [`ensure_runtime`], needed to build sessions (`Session::builder(&env)`).
+/// `None` until the runtime was loaded successfully.
+pub fn environment() -> Option<ort::environment::Environment> {
+    match LOADED.get() {
+        Some(Ok((_, environment))) => Some(environment.clone()),
+        _ => None,
+    }
+}
+
 fn load(library: &Path) -> Result<(PathBuf, ort::environment::Environment), OnnxError> {
     if !library.is_file() {
         return Err(OnnxError::Missing(library.to_path_buf()));
