@@ -46,7 +46,8 @@ const QUESTIONS: [&str; 3] = [
     "Tell me something nice about cats.",
     "Can you remind me to drink some water?",
 ];
-const ANSWER: &str = "Of course! It is a lovely day, and I am happy to help you with that. Anything else?";
+const ANSWER: &str =
+    "Of course! It is a lovely day, and I am happy to help you with that. Anything else?";
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     let BenchCommand::Voice(args) = command;
@@ -57,7 +58,10 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     let store = ModelStore::from_env()?;
     let missing = voice::missing_models(&store, &profile)?;
     if !missing.is_empty() {
-        bail!("models missing: {} (run `tomo models install`)", missing.join(", "));
+        bail!(
+            "models missing: {} (run `tomo models install`)",
+            missing.join(", ")
+        );
     }
     let scratch = tempfile::tempdir()?;
     let mut questions = Vec::new();
@@ -68,8 +72,12 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     }
     let first = Duration::from_millis(args.first_token_ms);
     let per = Duration::from_millis(args.token_ms);
-    let server = ScriptedServer::start((0..args.n).map(|_| script::text_reply_with_delay(ANSWER, first, per)).collect())
-        .await?;
+    let server = ScriptedServer::start(
+        (0..args.n)
+            .map(|_| script::text_reply_with_delay(ANSWER, first, per))
+            .collect(),
+    )
+    .await?;
     let llm = LlmFlags {
         llm_base_url: Some(server.base_url()),
         llm_model: None,
@@ -110,7 +118,10 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
                     ..
                 } => samples.push([asr, token, sentence, audio]),
                 Event::Error { message, .. } => bail!("turn {turn} failed: {message}"),
-                Event::StateChanged { to: SessionState::Idle, .. } if started => break,
+                Event::StateChanged {
+                    to: SessionState::Idle,
+                    ..
+                } if started => break,
                 _ => {}
             }
         }
@@ -126,7 +137,10 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         args.first_token_ms,
         args.token_ms
     );
-    for (column, label) in ["asr done", "first token", "first sentence", "first audio"].iter().enumerate() {
+    for (column, label) in ["asr done", "first token", "first sentence", "first audio"]
+        .iter()
+        .enumerate()
+    {
         let mut values: Vec<u64> = samples.iter().map(|s| s[column]).collect();
         values.sort_unstable();
         println!(

@@ -11,7 +11,9 @@ use anyhow::Context;
 use clap::Args;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
-use tomo_audio::{Capture, CaptureConfig, CaptureStatus, ListenMode, RodioOutput, Segmenter, SegmenterEvent};
+use tomo_audio::{
+    Capture, CaptureConfig, CaptureStatus, ListenMode, RodioOutput, Segmenter, SegmenterEvent,
+};
 use tomo_core::protocol::{Event, Op, SessionState};
 use tomo_core::session::start_session;
 use tomo_core::sink::{OutputSink, TextSink};
@@ -48,14 +50,24 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let store = ModelStore::from_env()?;
     let missing = voice::missing_models(&store, &profile)?;
     if !missing.is_empty() {
-        eprintln!("* first run: installing {} into {}", missing.join(", "), store.root.display());
+        eprintln!(
+            "* first run: installing {} into {}",
+            missing.join(", "),
+            store.root.display()
+        );
         let install_store = store.clone();
-        tokio::task::spawn_blocking(move || models_cmd::install(&install_store, &missing, &InstallOptions::default()))
-            .await??;
+        tokio::task::spawn_blocking(move || {
+            models_cmd::install(&install_store, &missing, &InstallOptions::default())
+        })
+        .await??;
     }
 
     let sink: Arc<dyn OutputSink> = match RodioOutput::open(profile.tts.output_device.as_deref()) {
-        Ok(output) => Arc::new(VoiceSink::new(voice::tts(&profile, &store)?, Arc::new(output), 2)),
+        Ok(output) => Arc::new(VoiceSink::new(
+            voice::tts(&profile, &store)?,
+            Arc::new(output),
+            2,
+        )),
         Err(error) => {
             eprintln!("! no speakers ({error}); answers are shown as text only");
             Arc::new(TextSink)
@@ -86,7 +98,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 spawn_asr(asr, segments_rx, ops.clone());
                 thread::spawn(move || {
                     let _capture = capture; // keep the device open as long as this thread runs
-                    listen(&mut segmenter, &streams, &ops, &speaking, barge_in, &segments_tx);
+                    listen(
+                        &mut segmenter,
+                        &streams,
+                        &ops,
+                        &speaking,
+                        barge_in,
+                        &segments_tx,
+                    );
                 });
                 true
             }
@@ -194,7 +213,11 @@ fn listen(
 }
 
 /// Recognizes utterances on its own thread, so capture never waits for ASR.
-fn spawn_asr(asr: Arc<dyn SpeechToText>, segments: std::sync::mpsc::Receiver<Vec<f32>>, ops: mpsc::Sender<Op>) {
+fn spawn_asr(
+    asr: Arc<dyn SpeechToText>,
+    segments: std::sync::mpsc::Receiver<Vec<f32>>,
+    ops: mpsc::Sender<Op>,
+) {
     thread::spawn(move || {
         while let Ok(samples) = segments.recv() {
             let started = std::time::Instant::now();

@@ -45,7 +45,9 @@ pub fn environment(profile_path: &Path, llm: &LlmFlags, flags: &SessionFlags) ->
             base_url: llm.llm_base_url.clone(),
             model: llm.llm_model.clone(),
             // Keys come from the environment only: a flag would end up in shell history and `ps`.
-            api_key: std::env::var("TOMO_LLM_API_KEY").ok().filter(|k| !k.is_empty()),
+            api_key: std::env::var("TOMO_LLM_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty()),
         },
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),

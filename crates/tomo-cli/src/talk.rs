@@ -71,7 +71,11 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
     }
 
     let output = Arc::new(WavOutput::create(&args.output)?);
-    let sink = Arc::new(VoiceSink::new(voice::tts(&profile, &store)?, output.clone(), 2));
+    let sink = Arc::new(VoiceSink::new(
+        voice::tts(&profile, &store)?,
+        output.clone(),
+        2,
+    ));
     let prepared = environment(&args.profile, &args.llm, &args.session);
     let (session, mut events) = start_session(profile, prepared.env.clone(), sink)
         .await
@@ -95,7 +99,10 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
             Event::TurnStarted { .. } => started = true,
             Event::Error { .. } => failed = true,
             Event::LatencyReport { .. } => report = Some(envelope.event.clone()),
-            Event::StateChanged { to: SessionState::Idle, .. } if started => break,
+            Event::StateChanged {
+                to: SessionState::Idle,
+                ..
+            } if started => break,
             _ => {}
         }
     }
@@ -108,7 +115,11 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
     {
         print_report(&report);
     }
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 pub fn print_report(report: &Event) {

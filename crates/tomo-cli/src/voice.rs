@@ -46,7 +46,12 @@ pub fn missing_models(store: &ModelStore, profile: &Profile) -> anyhow::Result<V
 /// `en_US-joe-medium` → `en-joe` (the manifest's naming: language, speaker).
 fn piper_short_name(voice: &str) -> String {
     let mut parts = voice.split('-');
-    let language = parts.next().unwrap_or_default().split('_').next().unwrap_or_default();
+    let language = parts
+        .next()
+        .unwrap_or_default()
+        .split('_')
+        .next()
+        .unwrap_or_default();
     let speaker = parts.next().unwrap_or_default();
     format!("{language}-{speaker}")
 }
@@ -54,7 +59,8 @@ fn piper_short_name(voice: &str) -> String {
 pub fn vad(store: &ModelStore) -> anyhow::Result<SileroVad> {
     let model = store.path(VAD_MODEL)?;
     let runtime = store.path(RUNTIME)?;
-    SileroVad::new(&model, &runtime).with_context(|| format!("cannot load the VAD model {}", model.display()))
+    SileroVad::new(&model, &runtime)
+        .with_context(|| format!("cannot load the VAD model {}", model.display()))
 }
 
 pub fn segmenter_config() -> SegmenterConfig {
@@ -66,27 +72,43 @@ pub fn asr(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn Spee
     match profile.asr.engine.as_str() {
         "whisper" => {
             let model = store.path(&whisper_model(profile))?;
-            let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(4);
+            let threads = std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .min(4);
             Ok(Arc::new(WhisperAsr::new(&model, language, threads)?))
         }
         "openai" => {
             // Audio leaves the machine only when the profile asks for a cloud engine.
-            let base = std::env::var("TOMO_ASR_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".into());
+            let base = std::env::var("TOMO_ASR_BASE_URL")
+                .unwrap_or_else(|_| "https://api.openai.com/v1".into());
             let model = std::env::var("TOMO_ASR_MODEL").unwrap_or_else(|_| "whisper-1".into());
-            let key = std::env::var("TOMO_ASR_API_KEY").ok().filter(|k| !k.is_empty());
+            let key = std::env::var("TOMO_ASR_API_KEY")
+                .ok()
+                .filter(|k| !k.is_empty());
             Ok(Arc::new(CloudAsr::new(base, model, key, language)?))
         }
-        other => bail!("{}: `asr.engine` {other:?} is not one of \"whisper\", \"openai\"", profile.source.display()),
+        other => bail!(
+            "{}: `asr.engine` {other:?} is not one of \"whisper\", \"openai\"",
+            profile.source.display()
+        ),
     }
 }
 
 pub fn tts(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn TextToSpeech>> {
-    let voice = tts::from_config(&profile.tts.engine, &profile.tts.voice, profile.tts.speed, &store.root)?;
+    let voice = tts::from_config(
+        &profile.tts.engine,
+        &profile.tts.voice,
+        profile.tts.speed,
+        &store.root,
+    )?;
     Ok(Arc::from(voice))
 }
 
 /// Runs ASR off the async runtime and measures it.
-pub async fn transcribe(asr: Arc<dyn SpeechToText>, samples: Vec<f32>) -> anyhow::Result<(Transcript, Duration)> {
+pub async fn transcribe(
+    asr: Arc<dyn SpeechToText>,
+    samples: Vec<f32>,
+) -> anyhow::Result<(Transcript, Duration)> {
     tokio::task::spawn_blocking(move || {
         let started = Instant::now();
         let transcript = asr.transcribe(&samples)?;

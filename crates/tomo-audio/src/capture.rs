@@ -1,0 +1,449 @@
+//! Microphone capture: a plain thread owns the cpal stream, converts whatever the device delivers
+//! (any rate, sample format and channel count) to 16 kHz mono once, and hands out 512-sample frames.
+//!
+//! Commands carry their own reply channel. The frame queue is bounded: when the consumer lags, the
+//! *newest* frame is dropped and counted ([`Capture::dropped_frames`]) — `sync_channel` cannot drop
+//! the oldest from the producer side, and blocking would stall the capture thread and overflow the
+//! device. A device that disappears while running is reported as [`CaptureStatus::Lost`] and reopened
+//! every `retry_interval` until it is back ([`CaptureStatus::Restored`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TrySendError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rodio::cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+use rodio::cpal::{self, FromSample, SampleFormat, SizedSample};
+
+use crate::resample::StreamResampler;
+use crate::{FRAME_SAMPLES, SAMPLE_RATE};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CaptureError {
+    #[error("{}", no_device_message(.wanted.as_deref(), .available))]
+    NoDevice {
+        wanted: Option<String>,
+        available: Vec<String>,
+    },
+    #[error("cannot open input device {device}: {message}")]
+    Open { device: String, message: String },
+    #[error("input device {device} delivers {format} samples, which are not supported")]
+    UnsupportedFormat { device: String, format: String },
+    #[error("the capture thread has stopped")]
+    ThreadGone,
+}
+
+/// What the capture thread reports besides frames.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CaptureStatus {
+    Started {
+        device: String,
+        sample_rate: u32,
+        channels: u16,
+    },
+    Stopped,
+    /// The device failed while running; reopening is retried.
+    Lost(String),
+    /// The device is back after [`CaptureStatus::Lost`].
+    Restored(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaptureConfig {
+    /// Substring of the device name (case-insensitive); `None` for the system default.
+    pub device: Option<String>,
+    /// Frames (32 ms each) the consumer may lag behind before frames are dropped.
+    pub queue_frames: usize,
+    /// How often a lost device is reopened.
+    pub retry_interval: Duration,
+}
+
+impl Default for CaptureConfig {
+    fn default() -> Self {
+        Self {
+            device: None,
+            queue_frames: 64,
+            retry_interval: Duration::from_secs(2),
+        }
+    }
+}
+
+enum Command {
+    Start(SyncSender<Result<String, CaptureError>>),
+    Stop(SyncSender<()>),
+    Shutdown,
+}
+
+enum Msg {
+    Command(Command),
+    /// Mono samples at the device rate from stream number `stream`.
+    Samples {
+        stream: u64,
+        samples: Vec<f32>,
+    },
+    StreamError {
+        stream: u64,
+        error: cpal::Error,
+    },
+}
+
+/// Handle to the capture thread. Dropping it shuts the thread down.
+pub struct Capture {
+    tx: Sender<Msg>,
+    dropped: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// 16 kHz mono frames of [`FRAME_SAMPLES`] samples, and status events.
+pub struct CaptureStreams {
+    pub frames: Receiver<Vec<f32>>,
+    pub status: Receiver<CaptureStatus>,
+}
+
+/// Names of the input devices the audio host offers.
+pub fn list_input_devices() -> Vec<String> {
+    match cpal::default_host().input_devices() {
+        Ok(devices) => devices.filter_map(|d| device_name(&d)).collect(),
+        Err(error) => {
+            tracing::warn!(%error, "cannot list input devices");
+            Vec::new()
+        }
+    }
+}
+
+fn no_device_message(wanted: Option<&str>, available: &[String]) -> String {
+    let what = match wanted {
+        Some(name) => format!("no input device matches \"{name}\""),
+        None => "no default input device".to_string(),
+    };
+    let list = if available.is_empty() {
+        "none".to_string()
+    } else {
+        available.join(", ")
+    };
+    format!("{what} (available input devices: {list})")
+}
+
+fn device_name(device: &cpal::Device) -> Option<String> {
+    device.description().ok().map(|d| d.name().to_string())
+}
+
+fn find_input_device(wanted: Option<&str>) -> Result<cpal::Device, CaptureError> {
+    let host = cpal::default_host();
+    let found = match wanted {
+        None => host.default_input_device(),
+        Some(name) => {
+            let needle = name.to_lowercase();
+            host.input_devices().ok().and_then(|mut devices| {
+                devices.find(|d| device_name(d).is_some_and(|n| n.to_lowercase().contains(&needle)))
+            })
+        }
+    };
+    found.ok_or_else(|| CaptureError::NoDevice {
+        wanted: wanted.map(str::to_string),
+        available: list_input_devices(),
+    })
+}
+
+impl Capture {
+    /// Starts the capture thread (idle until [`Capture::start`]).
+    pub fn spawn(config: CaptureConfig) -> Result<(Self, CaptureStreams), CaptureError> {
+        let (tx, rx) = mpsc::channel();
+        let (frames_tx, frames) = mpsc::sync_channel(config.queue_frames.max(1));
+        let (status_tx, status) = mpsc::channel();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let mut worker = Worker {
+            config,
+            tx: tx.clone(),
+            frames: frames_tx,
+            status: status_tx,
+            dropped: Arc::clone(&dropped),
+            stream: None,
+            current: None,
+            stream_id: 0,
+            resampler: None,
+            pending: Vec::with_capacity(FRAME_SAMPLES * 2),
+            running: false,
+            retry_at: None,
+        };
+        let thread = std::thread::Builder::new()
+            .name("tomo-capture".into())
+            .spawn(move || worker.run(&rx))
+            .map_err(|_| CaptureError::ThreadGone)?;
+        Ok((
+            Self {
+                tx,
+                dropped,
+                thread: Some(thread),
+            },
+            CaptureStreams { frames, status },
+        ))
+    }
+
+    /// Opens the device and starts delivering frames. Returns the device name.
+    pub fn start(&self) -> Result<String, CaptureError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.tx
+            .send(Msg::Command(Command::Start(reply)))
+            .map_err(|_| CaptureError::ThreadGone)?;
+        answer.recv().map_err(|_| CaptureError::ThreadGone)?
+    }
+
+    /// Closes the device (frames stop; the thread stays up for another `start`).
+    pub fn stop(&self) -> Result<(), CaptureError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.tx
+            .send(Msg::Command(Command::Stop(reply)))
+            .map_err(|_| CaptureError::ThreadGone)?;
+        answer.recv().map_err(|_| CaptureError::ThreadGone)
+    }
+
+    /// Frames dropped because the consumer did not keep up.
+    pub fn dropped_frames(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    pub fn shutdown(mut self) {
+        self.shutdown_inner();
+    }
+
+    fn shutdown_inner(&mut self) {
+        let _ = self.tx.send(Msg::Command(Command::Shutdown));
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        self.shutdown_inner();
+    }
+}
+
+struct Worker {
+    config: CaptureConfig,
+    tx: Sender<Msg>,
+    frames: SyncSender<Vec<f32>>,
+    status: Sender<CaptureStatus>,
+    dropped: Arc<AtomicU64>,
+    stream: Option<cpal::Stream>,
+    /// Name of the open device.
+    current: Option<String>,
+    /// Increments with every opened stream, so samples from a closed one are ignored.
+    stream_id: u64,
+    resampler: Option<StreamResampler>,
+    pending: Vec<f32>,
+    running: bool,
+    retry_at: Option<Instant>,
+}
+
+impl Worker {
+    fn run(&mut self, rx: &Receiver<Msg>) {
+        loop {
+            let msg = match self.retry_at {
+                Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                    Ok(msg) => Some(msg),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                },
+                None => match rx.recv() {
+                    Ok(msg) => Some(msg),
+                    Err(_) => return,
+                },
+            };
+            match msg {
+                Some(Msg::Command(Command::Start(reply))) => {
+                    let _ = reply.send(self.start());
+                }
+                Some(Msg::Command(Command::Stop(reply))) => {
+                    self.stop();
+                    let _ = reply.send(());
+                }
+                Some(Msg::Command(Command::Shutdown)) => {
+                    self.stop();
+                    return;
+                }
+                Some(Msg::Samples { stream, samples }) if stream == self.stream_id => {
+                    self.deliver(&samples);
+                }
+                Some(Msg::StreamError { stream, error }) if stream == self.stream_id => {
+                    self.stream_error(&error);
+                }
+                Some(Msg::Samples { .. } | Msg::StreamError { .. }) => {}
+                None => self.retry(),
+            }
+        }
+    }
+
+    fn start(&mut self) -> Result<String, CaptureError> {
+        if self.running
+            && let Some(name) = &self.current
+        {
+            return Ok(name.clone());
+        }
+        let name = self.open()?;
+        self.running = true;
+        self.retry_at = None;
+        Ok(name)
+    }
+
+    fn stop(&mut self) {
+        let was = self.running;
+        self.running = false;
+        self.retry_at = None;
+        self.close();
+        if was {
+            let _ = self.status.send(CaptureStatus::Stopped);
+        }
+    }
+
+    fn close(&mut self) {
+        self.stream = None;
+        self.current = None;
+        self.stream_id += 1;
+        self.resampler = None;
+        self.pending.clear();
+    }
+
+    fn open(&mut self) -> Result<String, CaptureError> {
+        self.close();
+        let device = find_input_device(self.config.device.as_deref())?;
+        let name = device_name(&device).unwrap_or_else(|| "unnamed device".into());
+        let open_failed = |message: String| CaptureError::Open {
+            device: name.clone(),
+            message,
+        };
+        let supported = device
+            .default_input_config()
+            .map_err(|e| open_failed(e.to_string()))?;
+        let config = supported.config();
+        let channels = usize::from(config.channels.max(1));
+        let id = self.stream_id;
+        let stream = match supported.sample_format() {
+            SampleFormat::F32 => build::<f32>(&device, &config, channels, id, &self.tx),
+            SampleFormat::I16 => build::<i16>(&device, &config, channels, id, &self.tx),
+            SampleFormat::U16 => build::<u16>(&device, &config, channels, id, &self.tx),
+            SampleFormat::I32 => build::<i32>(&device, &config, channels, id, &self.tx),
+            SampleFormat::U8 => build::<u8>(&device, &config, channels, id, &self.tx),
+            SampleFormat::I8 => build::<i8>(&device, &config, channels, id, &self.tx),
+            SampleFormat::F64 => build::<f64>(&device, &config, channels, id, &self.tx),
+            other => {
+                return Err(CaptureError::UnsupportedFormat {
+                    device: name,
+                    format: format!("{other:?}"),
+                });
+            }
+        }
+        .map_err(|e| open_failed(e.to_string()))?;
+        stream.play().map_err(|e| open_failed(e.to_string()))?;
+        self.resampler = Some(
+            StreamResampler::new(config.sample_rate, SAMPLE_RATE)
+                .map_err(|e| open_failed(e.to_string()))?,
+        );
+        self.stream = Some(stream);
+        self.current = Some(name.clone());
+        tracing::info!(device = %name, rate = config.sample_rate, channels, "capture started");
+        let _ = self.status.send(CaptureStatus::Started {
+            device: name.clone(),
+            sample_rate: config.sample_rate,
+            channels: config.channels,
+        });
+        Ok(name)
+    }
+
+    fn deliver(&mut self, samples: &[f32]) {
+        let Some(resampler) = self.resampler.as_mut() else {
+            return;
+        };
+        match resampler.push(samples) {
+            Ok(out) => self.pending.extend(out),
+            Err(error) => {
+                tracing::error!(%error, "capture resampling failed");
+                return;
+            }
+        }
+        let whole = self.pending.len() / FRAME_SAMPLES * FRAME_SAMPLES;
+        for frame in self.pending[..whole].chunks_exact(FRAME_SAMPLES) {
+            match self.frames.try_send(frame.to_vec()) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => {
+                    let total = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                    if total.is_power_of_two() {
+                        tracing::warn!(total, "capture consumer lags, frames dropped");
+                    }
+                }
+                Err(TrySendError::Disconnected(_)) => {}
+            }
+        }
+        self.pending.drain(..whole);
+    }
+
+    fn stream_error(&mut self, error: &cpal::Error) {
+        use cpal::ErrorKind;
+        match error.kind() {
+            // Glitches and reroutes: the stream keeps running.
+            ErrorKind::Xrun | ErrorKind::DeviceChanged | ErrorKind::RealtimeDenied => {
+                tracing::debug!(%error, "capture glitch");
+            }
+            _ => {
+                tracing::warn!(%error, "capture device lost");
+                self.close();
+                let _ = self.status.send(CaptureStatus::Lost(error.to_string()));
+                self.retry_at = Some(Instant::now() + self.config.retry_interval);
+            }
+        }
+    }
+
+    fn retry(&mut self) {
+        if !self.running {
+            self.retry_at = None;
+            return;
+        }
+        match self.open() {
+            Ok(name) => {
+                self.retry_at = None;
+                let _ = self.status.send(CaptureStatus::Restored(name));
+            }
+            Err(error) => {
+                tracing::debug!(%error, "capture device still unavailable");
+                self.retry_at = Some(Instant::now() + self.config.retry_interval);
+            }
+        }
+    }
+}
+
+fn build<T>(
+    device: &cpal::Device,
+    config: &cpal::StreamConfig,
+    channels: usize,
+    stream: u64,
+    tx: &Sender<Msg>,
+) -> Result<cpal::Stream, cpal::Error>
+where
+    T: SizedSample + Send + 'static,
+    f32: FromSample<T>,
+{
+    let data_tx = tx.clone();
+    let error_tx = tx.clone();
+    device.build_input_stream::<T, _, _>(
+        *config,
+        move |data: &[T], _: &cpal::InputCallbackInfo| {
+            // Downmix here: the message is smaller and the worker only ever sees mono.
+            let samples: Vec<f32> = if channels == 1 {
+                data.iter().map(|s| s.to_sample::<f32>()).collect()
+            } else {
+                let scale = 1.0 / channels as f32;
+                data.chunks_exact(channels)
+                    .map(|f| f.iter().map(|s| s.to_sample::<f32>()).sum::<f32>() * scale)
+                    .collect()
+            };
+            let _ = data_tx.send(Msg::Samples { stream, samples });
+        },
+        move |error| {
+            let _ = error_tx.send(Msg::StreamError { stream, error });
+        },
+        Some(Duration::from_secs(5)),
+    )
+}

@@ -1,0 +1,471 @@
+//! Speaker playback through rodio: a strictly ordered clip queue with start/finish callbacks.
+//!
+//! The device stream lives on its own plain thread (cpal streams are not `Send` on every platform).
+//! Each clip is wrapped in a [`TrackedClip`] source that reports, from the audio callback, when its
+//! first sample is pulled by the device and when it runs out; the worker turns those into `on_start`
+//! and `on_finish` calls on its own thread so user callbacks never run inside the audio callback.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::channel::oneshot;
+use futures::future::BoxFuture;
+use rodio::cpal::traits::{DeviceTrait, HostTrait};
+use rodio::{DeviceSinkBuilder, MixerDeviceSink, Player, Source};
+
+use crate::output::{AudioOutput, Clip, ClipCallback, OutputError};
+
+/// Messages to the playback thread: commands from the API and reports from the audio callback.
+enum Msg {
+    Play {
+        id: u64,
+        generation: u64,
+        clip: Clip,
+    },
+    Stop,
+    Shutdown,
+    Started {
+        id: u64,
+        at: Instant,
+    },
+    Exhausted {
+        id: u64,
+        at: Instant,
+    },
+    DeviceError(String),
+}
+
+/// Bookkeeping shared between the API and the playback thread.
+#[derive(Default)]
+struct QueueState {
+    next_id: u64,
+    /// Bumped by `stop()`: clips of older generations no longer count as pending.
+    generation: u64,
+    pending: usize,
+    waiters: Vec<oneshot::Sender<()>>,
+    dead: Option<String>,
+}
+
+impl QueueState {
+    fn wake_if_idle(&mut self) {
+        if self.pending == 0 {
+            for waiter in self.waiters.drain(..) {
+                let _ = waiter.send(());
+            }
+        }
+    }
+}
+
+/// Plays clips on an output device (or the system default) through rodio.
+pub struct RodioOutput {
+    device: String,
+    tx: Sender<Msg>,
+    state: Arc<Mutex<QueueState>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn lock(state: &Mutex<QueueState>) -> MutexGuard<'_, QueueState> {
+    // A poisoned lock only means a user callback panicked elsewhere; the counters are still usable.
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Names of the output devices the audio host offers.
+pub fn list_output_devices() -> Vec<String> {
+    let host = rodio::cpal::default_host();
+    match host.output_devices() {
+        Ok(devices) => devices.filter_map(|d| device_name(&d)).collect(),
+        Err(error) => {
+            tracing::warn!(%error, "cannot list output devices");
+            Vec::new()
+        }
+    }
+}
+
+fn device_name(device: &rodio::cpal::Device) -> Option<String> {
+    device.description().ok().map(|d| d.name().to_string())
+}
+
+fn find_output_device(name: Option<&str>) -> Result<rodio::cpal::Device, OutputError> {
+    let host = rodio::cpal::default_host();
+    let Some(wanted) = name else {
+        return host.default_output_device().ok_or_else(|| {
+            OutputError::NoDevice(format!(
+                "no default output device (available: {})",
+                list_output_devices().join(", ")
+            ))
+        });
+    };
+    let needle = wanted.to_lowercase();
+    let devices = host
+        .output_devices()
+        .map_err(|e| OutputError::Device(format!("cannot list output devices: {e}")))?;
+    for device in devices {
+        if device_name(&device).is_some_and(|n| n.to_lowercase().contains(&needle)) {
+            return Ok(device);
+        }
+    }
+    Err(OutputError::NoDevice(format!(
+        "no output device matches \"{wanted}\" (available: {})",
+        list_output_devices().join(", ")
+    )))
+}
+
+impl RodioOutput {
+    /// Opens the output device whose name contains `device_name` (case-insensitive), or the default.
+    pub fn open(device_name: Option<&str>) -> Result<Self, OutputError> {
+        let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let state = Arc::new(Mutex::new(QueueState::default()));
+        let wanted = device_name.map(str::to_string);
+        let worker_state = Arc::clone(&state);
+        let worker_tx = tx.clone();
+        let thread = std::thread::Builder::new()
+            .name("tomo-playback".into())
+            .spawn(move || {
+                let opened = open_sink(wanted.as_deref(), worker_tx.clone());
+                match opened {
+                    Ok((sink, name)) => {
+                        let _ = ready_tx.send(Ok(name));
+                        Worker::new(sink, worker_tx, worker_state).run(&rx);
+                    }
+                    Err(error) => {
+                        let _ = ready_tx.send(Err(error));
+                    }
+                }
+            })
+            .map_err(|e| OutputError::Device(format!("cannot start the playback thread: {e}")))?;
+        let opened = ready_rx
+            .recv()
+            .map_err(|_| OutputError::Device("the playback thread stopped while opening".into()))
+            .and_then(|result| result);
+        let device = match opened {
+            Ok(device) => device,
+            Err(error) => {
+                let _ = thread.join();
+                return Err(error);
+            }
+        };
+        tracing::info!(device = %device, "audio output opened");
+        Ok(Self {
+            device,
+            tx,
+            state,
+            thread: Some(thread),
+        })
+    }
+
+    /// The name of the device in use.
+    pub fn device_name(&self) -> &str {
+        &self.device
+    }
+}
+
+fn open_sink(
+    name: Option<&str>,
+    reports: Sender<Msg>,
+) -> Result<(MixerDeviceSink, String), OutputError> {
+    let device = find_output_device(name)?;
+    let label = device_name(&device).unwrap_or_else(|| "unnamed device".into());
+    let on_error = move |error: rodio::cpal::Error| {
+        let _ = reports.send(Msg::DeviceError(error.to_string()));
+    };
+    let mut sink = DeviceSinkBuilder::from_device(device)
+        .map_err(|e| OutputError::Device(format!("{label}: {e}")))?
+        .with_error_callback(on_error)
+        .open_sink_or_fallback()
+        .map_err(|e| OutputError::Device(format!("cannot open {label}: {e}")))?;
+    sink.log_on_drop(false);
+    Ok((sink, label))
+}
+
+impl AudioOutput for RodioOutput {
+    fn play(&self, clip: Clip) -> Result<(), OutputError> {
+        if clip.audio.sample_rate == 0 {
+            return Err(OutputError::Device("clip has a sample rate of 0 Hz".into()));
+        }
+        let mut state = lock(&self.state);
+        if let Some(reason) = &state.dead {
+            return Err(OutputError::Device(format!(
+                "output device {} is gone: {reason}",
+                self.device
+            )));
+        }
+        let id = state.next_id;
+        state.next_id += 1;
+        let generation = state.generation;
+        // Sent under the lock so the channel order matches the order of `generation` changes.
+        self.tx
+            .send(Msg::Play {
+                id,
+                generation,
+                clip,
+            })
+            .map_err(|_| OutputError::Device("the playback thread has stopped".into()))?;
+        state.pending += 1;
+        Ok(())
+    }
+
+    fn drained(&self) -> BoxFuture<'static, ()> {
+        let mut state = lock(&self.state);
+        if state.pending == 0 {
+            return futures::future::ready(()).boxed();
+        }
+        let (tx, rx) = oneshot::channel();
+        state.waiters.push(tx);
+        // A dropped sender (thread gone) also means nothing is left to wait for.
+        rx.map(|_| ()).boxed()
+    }
+
+    fn stop(&self) {
+        let mut state = lock(&self.state);
+        state.generation += 1;
+        state.pending = 0;
+        let _ = self.tx.send(Msg::Stop);
+        state.wake_if_idle();
+    }
+}
+
+impl Drop for RodioOutput {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Msg::Shutdown);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        lock(&self.state).waiters.clear();
+    }
+}
+
+struct InFlight {
+    id: u64,
+    generation: u64,
+    duration: Duration,
+    on_start: Option<ClipCallback>,
+    on_finish: Option<ClipCallback>,
+    started: Option<Instant>,
+    /// Set once the source ran out: when its last sample has left the device.
+    finish_at: Option<Instant>,
+}
+
+struct Worker {
+    sink: MixerDeviceSink,
+    player: Player,
+    reports: Sender<Msg>,
+    state: Arc<Mutex<QueueState>>,
+    queue: VecDeque<InFlight>,
+    /// Audio handed to the device is heard this much later (its buffer).
+    latency: Duration,
+}
+
+impl Worker {
+    fn new(sink: MixerDeviceSink, reports: Sender<Msg>, state: Arc<Mutex<QueueState>>) -> Self {
+        let config = sink.config();
+        let latency = match config.buffer_size() {
+            rodio::cpal::BufferSize::Fixed(frames) => {
+                Duration::from_secs_f64(f64::from(*frames) / f64::from(config.sample_rate().get()))
+            }
+            rodio::cpal::BufferSize::Default => Duration::from_millis(50),
+        };
+        let player = Player::connect_new(sink.mixer());
+        Self {
+            sink,
+            player,
+            reports,
+            state,
+            queue: VecDeque::new(),
+            latency,
+        }
+    }
+
+    fn run(mut self, rx: &Receiver<Msg>) {
+        loop {
+            let timeout = self
+                .queue
+                .front()
+                .and_then(|c| c.finish_at)
+                .map_or(Duration::from_secs(1), |at| {
+                    at.saturating_duration_since(Instant::now())
+                });
+            match rx.recv_timeout(timeout) {
+                Ok(Msg::Shutdown) | Err(RecvTimeoutError::Disconnected) => break,
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            self.finish_due();
+        }
+        self.player.stop();
+    }
+
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Play {
+                id,
+                generation,
+                clip,
+            } => self.enqueue(id, generation, clip),
+            Msg::Stop => {
+                self.player.stop();
+                // A fresh player: the stopped one keeps nothing of the old queue.
+                self.player = Player::connect_new(self.sink.mixer());
+                self.queue.clear();
+            }
+            Msg::Started { id, at } => {
+                // `on_start` waits in `finish_due` until the clips before it have finished, so the
+                // callbacks stay ordered even though the device pulls the next clip early.
+                if let Some(clip) = self.queue.iter_mut().find(|c| c.id == id) {
+                    clip.started = Some(at);
+                }
+            }
+            Msg::Exhausted { id, at } => {
+                let latency = self.latency;
+                if let Some(clip) = self.queue.iter_mut().find(|c| c.id == id) {
+                    // The device pulls ahead of what is heard: the clip ends no earlier than its
+                    // start plus its length, plus the device buffer.
+                    let heard_end = clip.started.unwrap_or(at) + clip.duration;
+                    clip.finish_at = Some(heard_end.max(at) + latency);
+                }
+            }
+            Msg::DeviceError(message) => self.device_error(message),
+            Msg::Shutdown => {}
+        }
+    }
+
+    fn enqueue(&mut self, id: u64, generation: u64, clip: Clip) {
+        if generation != lock(&self.state).generation {
+            return; // stopped before it reached us
+        }
+        let duration = Duration::from_secs_f64(clip.audio.duration_secs());
+        let source = TrackedClip::new(id, clip.audio, self.reports.clone());
+        self.queue.push_back(InFlight {
+            id,
+            generation,
+            duration,
+            on_start: clip.on_start,
+            on_finish: clip.on_finish,
+            started: None,
+            finish_at: None,
+        });
+        self.player.append(source);
+    }
+
+    /// Runs the callbacks that are due, strictly in queue order: the front clip's `on_start` once its
+    /// first sample went to the device, its `on_finish` once its audio has been heard.
+    fn finish_due(&mut self) {
+        let now = Instant::now();
+        while let Some(front) = self.queue.front_mut() {
+            if front.started.is_some()
+                && let Some(on_start) = front.on_start.take()
+            {
+                on_start();
+            }
+            if front.finish_at.is_none_or(|at| at > now) {
+                break;
+            }
+            let Some(mut clip) = self.queue.pop_front() else {
+                break;
+            };
+            if let Some(on_start) = clip.on_start.take() {
+                on_start(); // never reported (e.g. an empty clip): keep the start-before-finish order
+            }
+            if let Some(on_finish) = clip.on_finish.take() {
+                on_finish();
+            }
+            let mut state = lock(&self.state);
+            if clip.generation == state.generation {
+                state.pending = state.pending.saturating_sub(1);
+                state.wake_if_idle();
+            }
+        }
+    }
+
+    fn device_error(&mut self, message: String) {
+        // Underruns and similar are reported through the same callback but do not end the stream.
+        let lowered = message.to_lowercase();
+        let fatal = ["not available", "disconnected", "invalidated", "host"]
+            .iter()
+            .any(|w| lowered.contains(w));
+        if !fatal {
+            tracing::warn!(error = %message, "audio output glitch");
+            return;
+        }
+        tracing::error!(error = %message, "audio output device lost");
+        self.queue.clear();
+        let mut state = lock(&self.state);
+        state.dead = Some(message);
+        state.generation += 1;
+        state.pending = 0;
+        state.wake_if_idle();
+    }
+}
+
+/// A clip as a rodio source that reports its first and last sample to the worker.
+struct TrackedClip {
+    id: u64,
+    samples: std::vec::IntoIter<f32>,
+    sample_rate: rodio::SampleRate,
+    reports: Sender<Msg>,
+    started: bool,
+    done: bool,
+}
+
+impl TrackedClip {
+    fn new(id: u64, audio: crate::Audio, reports: Sender<Msg>) -> Self {
+        let mut samples = audio.samples;
+        if samples.is_empty() {
+            // One silent sample so the source is pulled at all and both reports fire in order.
+            samples.push(0.0);
+        }
+        Self {
+            id,
+            samples: samples.into_iter(),
+            sample_rate: rodio::SampleRate::new(audio.sample_rate)
+                .unwrap_or(rodio::SampleRate::MIN),
+            reports,
+            started: false,
+            done: false,
+        }
+    }
+}
+
+impl Iterator for TrackedClip {
+    type Item = rodio::Sample;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.started {
+            self.started = true;
+            let _ = self.reports.send(Msg::Started {
+                id: self.id,
+                at: Instant::now(),
+            });
+        }
+        let sample = self.samples.next();
+        if sample.is_none() && !self.done {
+            self.done = true;
+            let _ = self.reports.send(Msg::Exhausted {
+                id: self.id,
+                at: Instant::now(),
+            });
+        }
+        sample
+    }
+}
+
+impl Source for TrackedClip {
+    fn current_span_len(&self) -> Option<usize> {
+        Some(self.samples.len())
+    }
+    fn channels(&self) -> rodio::ChannelCount {
+        rodio::ChannelCount::MIN
+    }
+    fn sample_rate(&self) -> rodio::SampleRate {
+        self.sample_rate
+    }
+    fn total_duration(&self) -> Option<Duration> {
+        None
+    }
+}

@@ -1,0 +1,268 @@
+//! Real audio devices: PulseAudio with a null sink (scripts/pulse-null.sh). Audio played through rodio
+//! goes to `nullsink`; capture reads `nullsink.monitor` (the default source), a real loopback.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tomo_audio::output::{AudioOutput, Clip, OutputError};
+use tomo_audio::{
+    Audio, Capture, CaptureConfig, CaptureError, CaptureStatus, FRAME_SAMPLES, RodioOutput,
+    Segmenter, SegmenterConfig, SegmenterEvent, SileroVad, list_input_devices,
+};
+
+type Log = Arc<Mutex<Vec<(String, Instant)>>>;
+
+fn clip(audio: Audio, name: &str, log: &Log) -> Clip {
+    let (start_log, finish_log) = (Arc::clone(log), Arc::clone(log));
+    let (start, finish) = (format!("start {name}"), format!("finish {name}"));
+    Clip {
+        audio,
+        on_start: Some(Box::new(move || {
+            start_log.lock().unwrap().push((start, Instant::now()));
+        })),
+        on_finish: Some(Box::new(move || {
+            finish_log.lock().unwrap().push((finish, Instant::now()));
+        })),
+    }
+}
+
+fn names(log: &Log) -> Vec<String> {
+    log.lock().unwrap().iter().map(|(n, _)| n.clone()).collect()
+}
+
+fn output() -> Option<RodioOutput> {
+    if !common::pulse_null_sink() {
+        return None;
+    }
+    Some(RodioOutput::open(None).unwrap())
+}
+
+/// Waits for `future` on another thread; `None` if it did not resolve within `limit` (a hang check,
+/// not a speed target).
+fn wait(future: futures::future::BoxFuture<'static, ()>, limit: Duration) -> Option<Duration> {
+    let (tx, rx) = mpsc::channel();
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        futures::executor::block_on(future);
+        let _ = tx.send(started.elapsed());
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+#[test]
+fn a_one_second_tone_drains_no_sooner_than_one_second() {
+    let Some(out) = output() else { return };
+    let log = Log::default();
+    let started = Instant::now();
+    out.play(clip(
+        Audio::new(common::tone(440.0, 24000, 1.0), 24000),
+        "tone",
+        &log,
+    ))
+    .unwrap();
+    futures::executor::block_on(out.drained());
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(1),
+        "drained after {elapsed:?}"
+    );
+    assert_eq!(names(&log), vec!["start tone", "finish tone"]);
+    let events = log.lock().unwrap().clone();
+    assert!(events[1].1 - events[0].1 >= Duration::from_secs(1));
+}
+
+#[test]
+fn clips_at_different_rates_play_strictly_in_order() {
+    let Some(out) = output() else { return };
+    let log = Log::default();
+    let started = Instant::now();
+    for (name, rate, secs) in [("a", 22050, 0.4), ("b", 48000, 0.3), ("c", 16000, 0.3)] {
+        out.play(clip(
+            Audio::new(common::tone(300.0, rate, secs), rate),
+            name,
+            &log,
+        ))
+        .unwrap();
+    }
+    // An empty clip still gets both callbacks, in its place in the queue.
+    out.play(clip(Audio::new(Vec::new(), 22050), "empty", &log))
+        .unwrap();
+    futures::executor::block_on(out.drained());
+    assert!(started.elapsed() >= Duration::from_millis(1000));
+    assert_eq!(
+        names(&log),
+        vec![
+            "start a",
+            "finish a",
+            "start b",
+            "finish b",
+            "start c",
+            "finish c",
+            "start empty",
+            "finish empty"
+        ]
+    );
+    // Nothing queued: resolves at once.
+    assert!(wait(out.drained(), Duration::from_secs(1)).is_some());
+}
+
+#[test]
+fn stop_mid_clip_drains_soon_and_drops_the_queue() {
+    let Some(out) = output() else { return };
+    let log = Log::default();
+    out.play(clip(
+        Audio::new(common::tone(440.0, 24000, 3.0), 24000),
+        "long",
+        &log,
+    ))
+    .unwrap();
+    out.play(clip(
+        Audio::new(common::tone(440.0, 24000, 1.0), 24000),
+        "next",
+        &log,
+    ))
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !names(&log).contains(&"start long".to_string()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let drained = out.drained();
+    out.stop();
+    assert!(
+        wait(drained, Duration::from_secs(2)).is_some(),
+        "drained() did not resolve after stop()"
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(names(&log), vec!["start long"], "the queue was not dropped");
+
+    // The output keeps working after a stop.
+    out.play(clip(
+        Audio::new(common::tone(440.0, 24000, 0.2), 24000),
+        "after",
+        &log,
+    ))
+    .unwrap();
+    assert!(wait(out.drained(), Duration::from_secs(5)).is_some());
+    assert_eq!(
+        names(&log),
+        vec!["start long", "start after", "finish after"]
+    );
+}
+
+#[test]
+fn an_unknown_output_device_is_a_clear_error() {
+    if !common::pulse_null_sink() {
+        return;
+    }
+    let error = RodioOutput::open(Some("no-such-speaker-xyz"))
+        .err()
+        .unwrap();
+    let message = error.to_string();
+    assert!(message.contains("no-such-speaker-xyz"), "{message}");
+    assert!(message.contains("available"), "{message}");
+    assert!(matches!(error, OutputError::NoDevice(_)), "{error:?}");
+}
+
+#[test]
+fn an_unknown_input_device_is_a_clear_error_listing_the_devices() {
+    if !common::pulse_null_sink() {
+        return;
+    }
+    let (capture, _streams) = Capture::spawn(CaptureConfig {
+        device: Some("no-such-mic-xyz".into()),
+        ..CaptureConfig::default()
+    })
+    .unwrap();
+    let error = capture.start().unwrap_err();
+    let CaptureError::NoDevice { available, .. } = &error else {
+        panic!("{error:?}");
+    };
+    assert!(!available.is_empty());
+    let message = error.to_string();
+    assert!(message.contains("no-such-mic-xyz"), "{message}");
+    for name in list_input_devices() {
+        assert!(message.contains(&name), "{message} lacks {name}");
+    }
+    capture.shutdown();
+}
+
+#[test]
+fn speech_played_to_the_null_sink_is_captured_back_at_16k() {
+    let Some(out) = output() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let wav = dir.path().join("speech.wav");
+    if !common::espeak(
+        "Good morning, I would like a cup of green tea, please.",
+        &wav,
+    ) {
+        return;
+    }
+    let speech = tomo_audio::read_wav_mono(&wav).unwrap();
+    let speech_secs = speech.duration_secs();
+
+    let (capture, streams) = Capture::spawn(CaptureConfig::default()).unwrap();
+    let device = capture.start().unwrap();
+    let status = streams.status.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(
+        matches!(status, CaptureStatus::Started { .. }),
+        "{status:?}"
+    );
+    // The first PulseAudio callback can take about a second.
+    let first = streams
+        .frames
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(first.len(), FRAME_SAMPLES);
+
+    let log = Log::default();
+    out.play(clip(speech, "speech", &log)).unwrap();
+    let mut frames = Vec::new();
+    let until = Instant::now() + Duration::from_secs_f64(speech_secs + 1.5);
+    while Instant::now() < until {
+        if let Ok(frame) = streams.frames.recv_timeout(Duration::from_millis(200)) {
+            assert_eq!(frame.len(), FRAME_SAMPLES);
+            frames.push(frame);
+        }
+    }
+    capture.stop().unwrap();
+    let captured_secs = frames.len() as f64 * 0.032;
+    assert!(
+        captured_secs >= speech_secs,
+        "captured {captured_secs:.2} s from {device}, speech is {speech_secs:.2} s"
+    );
+    let loud = frames.iter().filter(|f| common::rms(f) > 0.01).count();
+    assert!(
+        loud as f64 * 0.032 >= speech_secs * 0.3,
+        "only {loud} of {} frames carry speech energy",
+        frames.len()
+    );
+    assert_eq!(capture.dropped_frames(), 0);
+
+    let Some((model, runtime)) = common::silero_paths() else {
+        return;
+    };
+    let vad = SileroVad::new(&model, &runtime).unwrap();
+    let mut segmenter = Segmenter::new(vad, &SegmenterConfig::default());
+    let mut segments = Vec::new();
+    for frame in &frames {
+        segments.extend(segmenter.push(frame).unwrap());
+    }
+    segments.extend(segmenter.flush());
+    let found: Vec<_> = segments
+        .iter()
+        .filter_map(|e| match e {
+            SegmenterEvent::Segment(s) => Some((s.start, s.end)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        !found.is_empty(),
+        "the VAD found no speech in the captured audio"
+    );
+    capture.shutdown();
+}
