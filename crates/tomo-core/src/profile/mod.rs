@@ -194,7 +194,7 @@ impl Default for TtsConfig {
     fn default() -> Self {
         Self {
             engine: "piper".to_owned(),
-            voice: "en_US-amy-medium".to_owned(),
+            voice: "en_US-joe-medium".to_owned(),
             speed: 1.0,
             output_device: None,
         }
