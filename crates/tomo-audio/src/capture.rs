@@ -319,7 +319,9 @@ impl Worker {
     }
 
     fn close(&mut self) {
-        self.stream = None;
+        if let Some(stream) = self.stream.take() {
+            release(stream);
+        }
         self.current = None;
         self.stream_id += 1;
         self.resampler = None;
@@ -424,12 +426,6 @@ impl Worker {
 
     fn lost(&mut self, reason: String) {
         tracing::warn!(%reason, "capture device lost");
-        // A dead stream's teardown can block on the vanished server: let it finish on its own thread.
-        if let Some(stream) = self.stream.take() {
-            let _ = std::thread::Builder::new()
-                .name("tomo-capture-drop".into())
-                .spawn(move || drop(stream));
-        }
         self.close();
         let _ = self.status.send(CaptureStatus::Lost(reason));
         self.retry_at = Some(Instant::now() + self.config.retry_interval);
@@ -450,6 +446,21 @@ impl Worker {
                 self.retry_at = Some(Instant::now() + self.config.retry_interval);
             }
         }
+    }
+}
+
+/// Drops a stream, waiting at most a moment: tearing down a stream whose server vanished can block
+/// for good inside the ALSA plugin, and that must not hang `stop()`/`shutdown()`.
+fn release(stream: cpal::Stream) {
+    let (done_tx, done) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("tomo-capture-close".into())
+        .spawn(move || {
+            drop(stream);
+            let _ = done_tx.send(());
+        });
+    if spawned.is_ok() && done.recv_timeout(Duration::from_secs(2)).is_err() {
+        tracing::warn!("closing the capture stream is stuck; left to finish in the background");
     }
 }
 

@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use tomo_audio::{Capture, CaptureConfig, CaptureStatus};
+use tomo_audio::output::{AudioOutput, Clip, OutputError};
+use tomo_audio::{Audio, Capture, CaptureConfig, CaptureStatus, RodioOutput};
 
 const CHILD_ENV: &str = "TOMO_AUDIO_PRIVATE_PULSE";
 
@@ -109,9 +110,32 @@ fn child_capture_across_a_restart() {
         .recv_timeout(Duration::from_secs(10))
         .unwrap();
 
+    let speakers = RodioOutput::open(None).unwrap();
+    let tone = || Clip {
+        audio: Audio::new(common::tone(440.0, 24000, 1.0), 24000),
+        on_start: None,
+        on_finish: None,
+    };
+    speakers.play(tone()).unwrap();
+    futures::executor::block_on(speakers.drained());
+
     eprintln!("child: capturing, killing the daemon");
     kill_daemon(dir);
-    eprintln!("child: daemon killed");
+    // Playback on the dead server: drained() still resolves, and clips end up refused (at once if
+    // the device already reported the error, else after the stall check notices it).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let refused = loop {
+        match speakers.play(tone()) {
+            Ok(()) => futures::executor::block_on(speakers.drained()),
+            Err(error) => break error,
+        }
+        assert!(
+            Instant::now() < deadline,
+            "playback never noticed the dead server"
+        );
+    };
+    assert!(matches!(refused, OutputError::Device(_)), "{refused:?}");
+    eprintln!("child: playback reported the dead device: {refused:?}");
     let status = streams
         .status
         .recv_timeout(Duration::from_secs(10))
