@@ -4,8 +4,13 @@
 //! Commands carry their own reply channel. The frame queue is bounded: when the consumer lags, the
 //! *newest* frame is dropped and counted ([`Capture::dropped_frames`]) — `sync_channel` cannot drop
 //! the oldest from the producer side, and blocking would stall the capture thread and overflow the
-//! device. A device that disappears while running is reported as [`CaptureStatus::Lost`] and reopened
-//! every `retry_interval` until it is back ([`CaptureStatus::Restored`]).
+//! device. A device that disappears while running (a stream error, or no audio for `stall_timeout`:
+//! ALSA-over-PulseAudio just goes quiet when the server dies) is reported as [`CaptureStatus::Lost`]
+//! and reopened every `retry_interval` until it is back ([`CaptureStatus::Restored`]).
+//!
+//! Device names are those of the default cpal host (ALSA on Linux: "Default Audio Device", "pulse",
+//! hardware cards...). Under PulseAudio the default device records the server's default source, so a
+//! specific Pulse source (e.g. `nullsink.monitor`) is chosen with `pactl set-default-source`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,6 +62,10 @@ pub struct CaptureConfig {
     pub queue_frames: usize,
     /// How often a lost device is reopened.
     pub retry_interval: Duration,
+    /// No audio for this long from an open stream counts as a lost device. ALSA through PulseAudio
+    /// reports no error when the server goes away, the callbacks just stop; the first callback can
+    /// take about a second, so keep this well above that.
+    pub stall_timeout: Duration,
 }
 
 impl Default for CaptureConfig {
@@ -65,6 +74,7 @@ impl Default for CaptureConfig {
             device: None,
             queue_frames: 64,
             retry_interval: Duration::from_secs(2),
+            stall_timeout: Duration::from_secs(3),
         }
     }
 }
@@ -166,6 +176,7 @@ impl Capture {
             pending: Vec::with_capacity(FRAME_SAMPLES * 2),
             running: false,
             retry_at: None,
+            last_audio: Instant::now(),
         };
         let thread = std::thread::Builder::new()
             .name("tomo-capture".into())
@@ -237,12 +248,19 @@ struct Worker {
     pending: Vec<f32>,
     running: bool,
     retry_at: Option<Instant>,
+    /// When the open stream last delivered samples (or was opened).
+    last_audio: Instant,
 }
 
 impl Worker {
     fn run(&mut self, rx: &Receiver<Msg>) {
         loop {
-            let msg = match self.retry_at {
+            let wake_at = self.retry_at.or_else(|| {
+                self.stream
+                    .as_ref()
+                    .map(|_| self.last_audio + self.config.stall_timeout)
+            });
+            let msg = match wake_at {
                 Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
                     Ok(msg) => Some(msg),
                     Err(RecvTimeoutError::Timeout) => None,
@@ -272,7 +290,8 @@ impl Worker {
                     self.stream_error(&error);
                 }
                 Some(Msg::Samples { .. } | Msg::StreamError { .. }) => {}
-                None => self.retry(),
+                None if self.retry_at.is_some() => self.retry(),
+                None => self.check_stall(),
             }
         }
     }
@@ -300,7 +319,9 @@ impl Worker {
     }
 
     fn close(&mut self) {
-        self.stream = None;
+        if let Some(stream) = self.stream.take() {
+            release(stream);
+        }
         self.current = None;
         self.stream_id += 1;
         self.resampler = None;
@@ -344,6 +365,7 @@ impl Worker {
         );
         self.stream = Some(stream);
         self.current = Some(name.clone());
+        self.last_audio = Instant::now();
         tracing::info!(device = %name, rate = config.sample_rate, channels, "capture started");
         let _ = self.status.send(CaptureStatus::Started {
             device: name.clone(),
@@ -354,6 +376,7 @@ impl Worker {
     }
 
     fn deliver(&mut self, samples: &[f32]) {
+        self.last_audio = Instant::now();
         let Some(resampler) = self.resampler.as_mut() else {
             return;
         };
@@ -387,13 +410,25 @@ impl Worker {
             ErrorKind::Xrun | ErrorKind::DeviceChanged | ErrorKind::RealtimeDenied => {
                 tracing::debug!(%error, "capture glitch");
             }
-            _ => {
-                tracing::warn!(%error, "capture device lost");
-                self.close();
-                let _ = self.status.send(CaptureStatus::Lost(error.to_string()));
-                self.retry_at = Some(Instant::now() + self.config.retry_interval);
-            }
+            _ => self.lost(error.to_string()),
         }
+    }
+
+    fn check_stall(&mut self) {
+        if self.stream.is_some() && self.last_audio.elapsed() >= self.config.stall_timeout {
+            let device = self.current.clone().unwrap_or_default();
+            self.lost(format!(
+                "no audio from {device} for {:.1} s",
+                self.config.stall_timeout.as_secs_f32()
+            ));
+        }
+    }
+
+    fn lost(&mut self, reason: String) {
+        tracing::warn!(%reason, "capture device lost");
+        self.close();
+        let _ = self.status.send(CaptureStatus::Lost(reason));
+        self.retry_at = Some(Instant::now() + self.config.retry_interval);
     }
 
     fn retry(&mut self) {
@@ -411,6 +446,21 @@ impl Worker {
                 self.retry_at = Some(Instant::now() + self.config.retry_interval);
             }
         }
+    }
+}
+
+/// Drops a stream, waiting at most a moment: tearing down a stream whose server vanished can block
+/// for good inside the ALSA plugin, and that must not hang `stop()`/`shutdown()`.
+fn release(stream: cpal::Stream) {
+    let (done_tx, done) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("tomo-capture-close".into())
+        .spawn(move || {
+            drop(stream);
+            let _ = done_tx.send(());
+        });
+    if spawned.is_ok() && done.recv_timeout(Duration::from_secs(2)).is_err() {
+        tracing::warn!("closing the capture stream is stuck; left to finish in the background");
     }
 }
 

@@ -19,6 +19,9 @@ use rodio::{DeviceSinkBuilder, MixerDeviceSink, Player, Source};
 
 use crate::output::{AudioOutput, Clip, ClipCallback, OutputError};
 
+/// How much longer than its own length a clip may take to play before the device counts as gone.
+const STALL_MARGIN: Duration = Duration::from_secs(3);
+
 /// Messages to the playback thread: commands from the API and reports from the audio callback.
 enum Msg {
     Play {
@@ -36,7 +39,10 @@ enum Msg {
         id: u64,
         at: Instant,
     },
-    DeviceError(String),
+    DeviceError {
+        fatal: bool,
+        message: String,
+    },
 }
 
 /// Bookkeeping shared between the API and the playback thread.
@@ -173,7 +179,20 @@ fn open_sink(
     let device = find_output_device(name)?;
     let label = device_name(&device).unwrap_or_else(|| "unnamed device".into());
     let on_error = move |error: rodio::cpal::Error| {
-        let _ = reports.send(Msg::DeviceError(error.to_string()));
+        use rodio::cpal::ErrorKind;
+        // Only a vanished device is fatal at once. Backend errors (ALSA EIO) also show up as
+        // transient glitches on a loaded PulseAudio; if the device really died it stops pulling audio
+        // and `check_stall` declares it gone.
+        let fatal = matches!(
+            error.kind(),
+            ErrorKind::DeviceNotAvailable
+                | ErrorKind::HostUnavailable
+                | ErrorKind::StreamInvalidated
+        );
+        let _ = reports.send(Msg::DeviceError {
+            fatal,
+            message: error.to_string(),
+        });
     };
     let mut sink = DeviceSinkBuilder::from_device(device)
         .map_err(|e| OutputError::Device(format!("{label}: {e}")))?
@@ -260,6 +279,8 @@ struct Worker {
     queue: VecDeque<InFlight>,
     /// Audio handed to the device is heard this much later (its buffer).
     latency: Duration,
+    /// Last time the device pulled a clip's first or last sample (or the queue was idle).
+    last_progress: Instant,
 }
 
 impl Worker {
@@ -279,6 +300,7 @@ impl Worker {
             state,
             queue: VecDeque::new(),
             latency,
+            last_progress: Instant::now(),
         }
     }
 
@@ -297,6 +319,7 @@ impl Worker {
                 Err(RecvTimeoutError::Timeout) => {}
             }
             self.finish_due();
+            self.check_stall();
         }
         self.player.stop();
     }
@@ -315,6 +338,7 @@ impl Worker {
                 self.queue.clear();
             }
             Msg::Started { id, at } => {
+                self.last_progress = Instant::now();
                 // `on_start` waits in `finish_due` until the clips before it have finished, so the
                 // callbacks stay ordered even though the device pulls the next clip early.
                 if let Some(clip) = self.queue.iter_mut().find(|c| c.id == id) {
@@ -322,6 +346,7 @@ impl Worker {
                 }
             }
             Msg::Exhausted { id, at } => {
+                self.last_progress = Instant::now();
                 let latency = self.latency;
                 if let Some(clip) = self.queue.iter_mut().find(|c| c.id == id) {
                     // The device pulls ahead of what is heard: the clip ends no earlier than its
@@ -330,7 +355,13 @@ impl Worker {
                     clip.finish_at = Some(heard_end.max(at) + latency);
                 }
             }
-            Msg::DeviceError(message) => self.device_error(message),
+            Msg::DeviceError { fatal, message } => {
+                if fatal {
+                    self.device_error(message);
+                } else {
+                    tracing::warn!(error = %message, "audio output glitch");
+                }
+            }
             Msg::Shutdown => {}
         }
     }
@@ -338,6 +369,9 @@ impl Worker {
     fn enqueue(&mut self, id: u64, generation: u64, clip: Clip) {
         if generation != lock(&self.state).generation {
             return; // stopped before it reached us
+        }
+        if self.queue.is_empty() {
+            self.last_progress = Instant::now();
         }
         let duration = Duration::from_secs_f64(clip.audio.duration_secs());
         let source = TrackedClip::new(id, clip.audio, self.reports.clone());
@@ -383,16 +417,27 @@ impl Worker {
         }
     }
 
-    fn device_error(&mut self, message: String) {
-        // Underruns and similar are reported through the same callback but do not end the stream.
-        let lowered = message.to_lowercase();
-        let fatal = ["not available", "disconnected", "invalidated", "host"]
-            .iter()
-            .any(|w| lowered.contains(w));
-        if !fatal {
-            tracing::warn!(error = %message, "audio output glitch");
+    /// ALSA through PulseAudio reports nothing when the server dies: the device just stops pulling.
+    /// Without this, `drained()` would never resolve. The front clip must make progress (start, or
+    /// run out) within its own length plus a margin.
+    fn check_stall(&mut self) {
+        let Some(front) = self.queue.front() else {
+            self.last_progress = Instant::now();
+            return;
+        };
+        if front.finish_at.is_some() {
             return;
         }
+        let allowed = front.duration + STALL_MARGIN;
+        if self.last_progress.elapsed() > allowed {
+            self.device_error(format!(
+                "the device stopped taking audio for {:.1} s",
+                allowed.as_secs_f32()
+            ));
+        }
+    }
+
+    fn device_error(&mut self, message: String) {
         tracing::error!(error = %message, "audio output device lost");
         self.queue.clear();
         let mut state = lock(&self.state);
