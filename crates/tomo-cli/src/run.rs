@@ -37,6 +37,9 @@ pub struct RunArgs {
     /// Print every event as one JSON line.
     #[arg(long)]
     pub json: bool,
+    /// Sentences synthesized at the same time, ahead of playback.
+    #[arg(long, default_value_t = 2)]
+    pub tts_workers: usize,
     #[command(flatten)]
     pub llm: LlmFlags,
     #[command(flatten)]
@@ -66,7 +69,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         Ok(output) => Arc::new(VoiceSink::new(
             voice::tts(&profile, &store)?,
             Arc::new(output),
-            2,
+            args.tts_workers,
         )),
         Err(error) => {
             eprintln!("! no speakers ({error}); answers are shown as text only");

@@ -33,6 +33,9 @@ pub struct TalkArgs {
     /// Print every event as one JSON line.
     #[arg(long)]
     pub json: bool,
+    /// Sentences synthesized at the same time, ahead of playback.
+    #[arg(long, default_value_t = 2)]
+    pub tts_workers: usize,
     #[command(flatten)]
     pub llm: LlmFlags,
     #[command(flatten)]
@@ -74,7 +77,7 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
     let sink = Arc::new(VoiceSink::new(
         voice::tts(&profile, &store)?,
         output.clone(),
-        2,
+        args.tts_workers,
     ));
     let prepared = environment(&args.profile, &args.llm, &args.session);
     let (session, mut events) = start_session(profile, prepared.env.clone(), sink)

@@ -111,13 +111,17 @@ struct Coordinator {
 impl Coordinator {
     async fn run(mut self, mut ops: mpsc::Receiver<Op>) {
         loop {
+            // Biased, sink first: a sink reports a clip's end before it reports itself drained, and the
+            // turn turns "drained" into `playback_drained`; polling fairly could put that event before the
+            // last `audio_finished`. Ops wait at most one event behind.
             tokio::select! {
+                biased;
+                Some(event) = self.sink_rx.recv() => self.emit(event),
+                Some((turn_id, msg)) = self.turn_rx.recv() => self.handle_turn_msg(turn_id, msg),
                 op = ops.recv() => match op {
                     None | Some(Op::Shutdown) => break,
                     Some(op) => self.handle_op(op).await,
                 },
-                Some((turn_id, msg)) = self.turn_rx.recv() => self.handle_turn_msg(turn_id, msg),
-                Some(event) = self.sink_rx.recv() => self.emit(event),
             }
         }
         self.stop_current_turn().await;
