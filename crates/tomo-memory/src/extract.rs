@@ -3,9 +3,8 @@
 //! statement replaces. Answers are parsed leniently (code fences, prose around the JSON, strings or
 //! objects in the lists); an answer that still makes no sense is an error the caller logs and skips.
 
-use futures::StreamExt;
 use serde_json::Value;
-use tomo_core::llm::{ChatMessage, LlmClient, LlmEvent};
+use tomo_core::llm::{ChatMessage, LlmClient};
 
 use crate::store::Fact;
 
@@ -75,14 +74,7 @@ pub async fn complete(
     client: &LlmClient,
     messages: &[ChatMessage],
 ) -> Result<String, tomo_core::llm::LlmError> {
-    let mut stream = client.stream_chat(messages, &[]).await?;
-    let mut text = String::new();
-    while let Some(event) = stream.next().await {
-        if let LlmEvent::Text(delta) = event? {
-            text.push_str(&delta);
-        }
-    }
-    Ok(text)
+    client.complete(messages).await
 }
 
 pub async fn extract(

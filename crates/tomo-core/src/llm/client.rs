@@ -128,6 +128,18 @@ impl LlmClient {
         Ok(Box::pin(decode(raw, url, idle)))
     }
 
+    /// A whole answer without tools (summaries, fact extraction): the streamed text, joined.
+    pub async fn complete(&self, messages: &[ChatMessage]) -> Result<String, LlmError> {
+        let mut stream = self.stream_chat(messages, &[]).await?;
+        let mut text = String::new();
+        while let Some(event) = stream.next().await {
+            if let LlmEvent::Text(delta) = event? {
+                text.push_str(&delta);
+            }
+        }
+        Ok(text)
+    }
+
     fn map_error(&self, error: OpenAIError, phase: Phase) -> LlmError {
         map_openai_error(
             error,

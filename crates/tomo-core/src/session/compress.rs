@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::history::History;
-use crate::llm::{ChatMessage, LlmClient, LlmError, LlmEvent};
+use crate::llm::{ChatMessage, LlmClient, LlmError};
 
 const FILE_NAME: &str = "summary.json";
 
@@ -337,15 +337,7 @@ fn summariser_messages(
 }
 
 async fn complete(client: &LlmClient, messages: &[ChatMessage]) -> Result<String, LlmError> {
-    use futures::StreamExt;
-    let mut stream = client.stream_chat(messages, &[]).await?;
-    let mut text = String::new();
-    while let Some(event) = stream.next().await {
-        if let LlmEvent::Text(delta) = event? {
-            text.push_str(&delta);
-        }
-    }
-    Ok(text)
+    client.complete(messages).await
 }
 
 #[cfg(test)]
