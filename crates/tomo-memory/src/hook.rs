@@ -85,6 +85,32 @@ pub(crate) struct MemoryHook {
     pub pending: Arc<Pending>,
     /// Serializes learning tasks.
     pub learning: Arc<tokio::sync::Mutex<()>>,
+    /// The user's last few utterances: "and what about her?" needs the previous turn's words to find
+    /// anything, so recall searches the current words plus these.
+    pub recent: Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
+}
+
+/// How many earlier user utterances join the recall query.
+const RECENT_CONTEXT: usize = 2;
+
+impl MemoryHook {
+    /// The full-text query: the user's words followed by the recent context; remembers `user_text`.
+    fn recall_query(&self, user_text: &str) -> String {
+        let mut recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut query = user_text.to_owned();
+        for earlier in recent.iter().rev() {
+            query.push(' ');
+            query.push_str(earlier);
+        }
+        recent.push_back(user_text.to_owned());
+        while recent.len() > RECENT_CONTEXT {
+            recent.pop_front();
+        }
+        query
+    }
 }
 
 impl Hook for MemoryHook {
@@ -107,11 +133,13 @@ impl Hook for MemoryHook {
                 ..
             } => {
                 let (store, embedder, min) = (store.clone(), embedder.clone(), *min_similarity);
+                let query = self.recall_query(&user_text);
                 Box::pin(async move {
                     let vector = embedder.as_ref().map(|e| (e, min));
-                    let facts = recall_local(&store, vector, &ctx.agent_id, &user_text, limit)
-                        .await
-                        .map_err(|e| HookError(e.to_string()))?;
+                    let facts =
+                        recall_local(&store, vector, &ctx.agent_id, &query, &user_text, limit)
+                            .await
+                            .map_err(|e| HookError(e.to_string()))?;
                     Ok(format_block(facts.iter().map(Fact::line)))
                 })
             }
@@ -204,6 +232,8 @@ pub(crate) async fn recall_local(
     vector: Option<(&Embedder, f32)>,
     agent_id: &str,
     query: &str,
+    // Embeddings compare meaning: only the current utterance, or earlier topics would drown it.
+    vector_query: &str,
     limit: usize,
 ) -> Result<Vec<Fact>, crate::store::StoreError> {
     let wide = limit.saturating_mul(3).max(limit);
@@ -213,7 +243,7 @@ pub(crate) async fn recall_local(
         .await?;
     let mut by_vector = Vec::new();
     if let Some((embedder, min_similarity)) = vector {
-        match embedder.embed(&[query.to_owned()]).await {
+        match embedder.embed(&[vector_query.to_owned()]).await {
             Ok(mut vectors) => {
                 if let Some(vector) = vectors.pop() {
                     let agent = agent_id.to_owned();

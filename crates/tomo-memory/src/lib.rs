@@ -131,6 +131,7 @@ impl MemoryPluginFactory {
             skip_proactive: config.skip_proactive,
             pending: Arc::clone(&self.pending),
             learning: Arc::default(),
+            recent: Arc::default(),
         };
         Ok(PluginParts {
             tools: Vec::new(),

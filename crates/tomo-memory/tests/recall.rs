@@ -193,12 +193,19 @@ async fn vector_search_finds_what_words_miss() {
     ));
     chat.say("My cat is called Miso. I work in a bakery.").await;
     factory.wait_idle().await;
+    // Two unrelated turns, so the words of the first one are no longer recent context.
+    for filler in ["The weather is nice today.", "Sunny, even."] {
+        server.push(script::text_reply("Indeed."));
+        server.push(script::text_reply(NOTHING));
+        chat.say(filler).await;
+        factory.wait_idle().await;
+    }
     server.push(script::text_reply("Tell me!"));
     server.push(script::text_reply(NOTHING));
     // No word in common with the stored fact: only the vectors connect them.
     chat.say("How is my pet doing?").await;
     factory.wait_idle().await;
-    let block = memory_block(&last_user_message(&server.requests()[2]));
+    let block = memory_block(&last_user_message(&server.requests()[6]));
     assert!(block.contains("Miso"), "{block}");
     assert!(!block.contains("bakery"), "{block}");
     let seen = embeddings.seen();
@@ -206,5 +213,45 @@ async fn vector_search_finds_what_words_miss() {
         seen.iter()
             .all(|s| s.target == "/v1/embeddings" && s.body["model"] == "tiny")
     );
+    chat.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recent_context_finds_what_the_current_words_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptedServer::start(vec![]).await.unwrap();
+    let profile = write_profile(dir.path(), "hana", &server.base_url(), "limit = 5");
+    let factory = Arc::new(MemoryPluginFactory::new());
+    let mut chat = start(&profile, dir.path(), Arc::clone(&factory)).await;
+    let turns = [
+        (
+            "My sister is called Ana.",
+            "What a lovely name!",
+            r#"{"add": ["The user's sister is called Ana."], "supersede": []}"#,
+        ),
+        (
+            "I miss my sister a lot lately.",
+            "That sounds hard.",
+            NOTHING,
+        ),
+        // Nothing in these words matches the fact; the previous utterance ("sister") does.
+        ("What was her name again?", "Her name is Ana.", NOTHING),
+    ];
+    for (user, reply, extraction) in turns {
+        server.push(script::text_reply(reply));
+        server.push(script::text_reply(extraction));
+        chat.say(user).await;
+        factory.wait_idle().await;
+    }
+    let requests = server
+        .wait_for_requests(6, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let last_turn = last_user_message(&requests[4]);
+    assert!(
+        memory_block(&last_turn).contains("The user's sister is called Ana."),
+        "{last_turn}"
+    );
+    assert!(last_turn.ends_with("What was her name again?"));
     chat.stop().await;
 }
