@@ -1,0 +1,184 @@
+// End-to-end: the built UI in headless Debian Chromium (playwright-core, no downloaded browser) against a
+// server speaking the session protocol. The server is TOMO_UI_SERVER (e.g. http://127.0.0.1:7860/ of a
+// running `tomo serve` with the scripted LLM of script.mjs) or, by default, the Node stub in stub-server.mjs.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { PNG } from 'pngjs';
+import { startStub } from './stub-server.mjs';
+import { SENTENCES } from './script.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const artifacts = join(here, 'artifacts');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const BG = [0xf4, 0xf1, 0xec]; // --bg in style.css
+
+let stub = null;
+let base;
+let browser;
+
+before(async () => {
+  mkdirSync(artifacts, { recursive: true });
+  if (process.env.TOMO_UI_SERVER) {
+    base = process.env.TOMO_UI_SERVER.replace(/\/?$/, '/');
+  } else {
+    stub = await startStub({ distDir: join(here, '..', 'dist'), profilesDir: join(here, '..', '..', 'profiles') });
+    base = stub.url;
+  }
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // The flags that work on this machine (no sandbox as root, no GPU: WebGL runs on SwiftShader, and no
+    // background networking, which the closed network would refuse).
+    args: [
+      '--no-sandbox', '--disable-gpu', '--enable-unsafe-swiftshader', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await stub?.close();
+});
+
+async function openPage() {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+  const problems = [];
+  page.on('console', (m) => {
+    // Failed loads are reported with their URL by the response handler below.
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(String(e)));
+  page.on('response', (r) => {
+    if (r.status() >= 400) problems.push(`${r.status()} ${r.url()}`);
+  });
+  await page.goto(base);
+  await page.waitForFunction(() => window.__tomo?.ready === true, null, { timeout: 30000 });
+  await page.waitForSelector('[data-testid=connection][data-status=open]');
+  return { page, problems };
+}
+
+/** Pixels in `box` of a PNG screenshot that differ clearly from the page background. */
+function countDrawn(png, box) {
+  let drawn = 0;
+  let total = 0;
+  const x0 = Math.max(0, Math.floor(box.x));
+  const y0 = Math.max(0, Math.floor(box.y));
+  const x1 = Math.min(png.width, Math.ceil(box.x + box.width));
+  const y1 = Math.min(png.height, Math.ceil(box.y + box.height));
+  for (let y = y0; y < y1; y++) {
+    for (let x = x0; x < x1; x++) {
+      const i = (y * png.width + x) * 4;
+      const d = Math.abs(png.data[i] - BG[0]) + Math.abs(png.data[i + 1] - BG[1]) + Math.abs(png.data[i + 2] - BG[2]);
+      if (d > 40) drawn++;
+      total++;
+    }
+  }
+  return { drawn, total };
+}
+
+test('the character is drawn', async () => {
+  const { page, problems } = await openPage();
+  await page.waitForTimeout(1500); // let the idle motion settle into a pose
+  const shot = await page.screenshot({ path: join(artifacts, 'character.png') });
+  const box = await page.evaluate(() => window.__tomo.bounds());
+  assert.ok(box && box.width > 100 && box.height > 100, `model bounds ${JSON.stringify(box)}`);
+  const { drawn, total } = countDrawn(PNG.sync.read(shot), box);
+  writeFileSync(join(artifacts, 'character.json'), JSON.stringify({ box, drawn, total }, null, 2));
+  // Shizuku covers a good part of her box (her outline leaves corners empty); an empty canvas gives ~0.
+  assert.ok(drawn > 0.15 * total, `only ${drawn} of ${total} pixels in the model box differ from the background`);
+  // Outside the model box (the left strip of the stage) stays background: the canvas is transparent.
+  const left = countDrawn(PNG.sync.read(shot), { x: 5, y: 120, width: Math.max(1, box.x - 10), height: 200 });
+  assert.ok(left.drawn < 0.02 * left.total, `background drawn over: ${left.drawn}/${left.total}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a turn: streamed subtitles, tool chip, expression, mouth, transcript, latency', async () => {
+  const { page, problems } = await openPage();
+  assert.equal(await page.evaluate(() => window.__tomo.expression()), null);
+  await page.fill('[data-testid=input]', 'what time is it?');
+  await page.click('[data-testid=send]');
+
+  // The tool chip shows running, then completed.
+  await page.waitForFunction(() => document.querySelector('[data-testid=tool-chips] .chip')?.textContent === 'get_time · running');
+  await page.waitForFunction(() => document.querySelector('[data-testid=tool-chips] .chip')?.textContent === 'get_time · completed');
+
+  // Streamed text shows in the live line before the sentence is committed, without the [emotion] tag.
+  await page.waitForFunction(() => document.querySelector('[data-testid=subtitle-live]')?.textContent?.includes('Hmm,'));
+  const live = await page.textContent('[data-testid=subtitle-live]');
+  assert.ok(!live.includes('['), `tag leaked into subtitles: ${live}`);
+  assert.equal(await page.textContent('[data-testid=subtitle-committed]'), '');
+  await page.screenshot({ path: join(artifacts, 'streaming.png') });
+
+  // The sentence commits; [angry] maps (profile emotion map) to Shizuku's f02.
+  await page.waitForFunction((s) => document.querySelector('[data-testid=subtitle-committed]')?.textContent?.includes(s), SENTENCES[0]);
+  await page.waitForFunction(() => window.__tomo.expression() === 'f02');
+
+  // The mouth parameter follows the envelope while the audio plays: it both opens and closes.
+  await page.waitForFunction(() => {
+    const vs = window.__tomo.mouthTrace().map((p) => p.v);
+    return vs.length > 10 && Math.max(...vs) > 0.6 && Math.min(...vs) < 0.2;
+  });
+  await page.screenshot({ path: join(artifacts, 'speaking.png') });
+
+  // The second sentence's audio carries [joy] -> f01.
+  await page.waitForFunction(() => window.__tomo.expression() === 'f01', null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.dataset.state === 'idle', null, { timeout: 15000 });
+  const transcript = await page.evaluate(() => window.__tomo.transcript());
+  const mine = transcript.filter((m) => m.role !== 'system').slice(-2);
+  assert.deepEqual(mine.map((m) => [m.role, m.text]), [
+    ['user', 'what time is it?'],
+    ['assistant', SENTENCES.join(' ')],
+  ]);
+  assert.match(await page.textContent('[data-testid=latency]'), /first token 420 ms/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('reconnect mid-turn: missed events arrive once', async () => {
+  const { page } = await openPage();
+  await page.fill('[data-testid=input]', 'again');
+  await page.click('[data-testid=send]');
+  await page.waitForSelector('[data-testid=tool-chips] .chip[data-status=running]');
+  await page.evaluate(() => window.__tomo.dropConnection());
+  await page.waitForSelector('[data-testid=connection][data-status=reconnecting]');
+  await page.waitForSelector('[data-testid=connection][data-status=open]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.dataset.state === 'idle', null, { timeout: 20000 });
+  const transcript = await page.evaluate(() => window.__tomo.transcript());
+  const last = transcript.filter((m) => m.role !== 'system').slice(-2);
+  assert.deepEqual(last.map((m) => [m.role, m.text]), [['user', 'again'], ['assistant', SENTENCES.join(' ')]]);
+  if (stub) {
+    assert.ok(stub.connections.some((u) => /last_seq=\d+/.test(u)), `no reconnect with last_seq: ${stub.connections}`);
+    assert.equal(await page.evaluate(() => window.__tomo.lastSeq()), stub.events.at(-1).seq);
+  }
+  await page.close();
+});
+
+test('character switch and readable errors', async () => {
+  const { page } = await openPage();
+  await page.selectOption('[data-testid=profile-select]', 'profiles/kuro.toml');
+  await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.textContent?.startsWith('Kuro'));
+  await page.selectOption('[data-testid=profile-select]', 'profiles/hana.toml');
+  await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.textContent?.startsWith('Hana'));
+  if (stub) {
+    assert.deepEqual(stub.ops.filter((o) => o.type === 'switch_profile').map((o) => o.path), ['profiles/kuro.toml', 'profiles/hana.toml']);
+    // A profile the server refuses comes back as an `error` event, shown as a notice.
+    await page.evaluate(() => {
+      const sel = document.querySelector('[data-testid=profile-select]');
+      const o = document.createElement('option');
+      o.value = 'profiles/nope.toml';
+      o.textContent = 'Nope';
+      sel.append(o);
+    });
+    await page.selectOption('[data-testid=profile-select]', 'profiles/nope.toml');
+    await page.waitForSelector('[data-testid=notice]');
+    assert.match(await page.textContent('[data-testid=notice]'), /Profile problem: no profile profiles\/nope\.toml/);
+  }
+  await page.screenshot({ path: join(artifacts, 'switch.png') });
+  await page.close();
+});

@@ -1,0 +1,153 @@
+// Wires the pieces: socket events -> reducer -> DOM, and -> director -> Live2D character.
+import './style.css';
+import { Connection } from './connection';
+import { Director } from './director';
+import { Character } from './live2d';
+import { fetchProfiles, findByCharacter, modelUrl, type ProfileInfo } from './profiles';
+import type { EventEnvelope } from './protocol';
+import { loadSettings, saveSettings } from './settings';
+import { dismissNotice, initialState, pushNotice, reduce, type UiState } from './state';
+import { Ui } from './ui';
+
+/** The socket of the `tomo serve` that served this page, or `?server=ws://...` (dev server on another port). */
+function serverSocketUrl(): string {
+  const page = new URL(window.location.href);
+  const explicit = page.searchParams.get('server');
+  const url = explicit
+    ? new URL(explicit)
+    : new URL(`${page.protocol === 'https:' ? 'wss' : 'ws'}://${page.host}/ws`);
+  const token = page.searchParams.get('token');
+  if (token) url.searchParams.set('token', token);
+  return url.toString();
+}
+
+function httpBase(socketUrl: string): string {
+  const u = new URL(socketUrl);
+  return `${u.protocol === 'wss:' ? 'https' : 'http'}://${u.host}/`;
+}
+
+const root = document.getElementById('app');
+if (!root) throw new Error('index.html lacks #app');
+
+let state: UiState = initialState();
+let profiles: ProfileInfo[] = [];
+let loadedModel: string | null = null;
+const director = new Director();
+const storage = (() => {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+})();
+
+const notify = (level: 'error' | 'warning', text: string) => {
+  state = pushNotice(state, level, text);
+  ui.render(state);
+};
+
+const ui = new Ui(
+  root,
+  {
+    onSend(text) {
+      if (!conn.send({ type: 'user_text', text })) notify('warning', 'Not connected: the message was not sent.');
+    },
+    onInterrupt() {
+      conn.send({ type: 'interrupt' });
+    },
+    onMicToggle(muted) {
+      // Not an Op of the protocol yet; a server that doesn't know it answers with an error frame we show.
+      conn.send({ type: 'set_mic_muted', muted });
+    },
+    onSwitchProfile(path) {
+      if (!conn.send({ type: 'switch_profile', path })) notify('warning', 'Not connected: cannot switch character.');
+    },
+    onSaveSettings(s) {
+      saveSettings(storage, s);
+    },
+    onDismissNotice(id) {
+      state = dismissNotice(state, id);
+      ui.render(state);
+    },
+  },
+  loadSettings(storage),
+);
+
+const character = new Character(ui.stage);
+let modelReady = false;
+
+async function showModel(url: string): Promise<void> {
+  if (url === loadedModel) return;
+  loadedModel = url;
+  try {
+    await character.load(url);
+    director.model = character.capabilities();
+    modelReady = true;
+  } catch (e) {
+    notify('error', e instanceof Error ? e.message : String(e));
+  }
+}
+
+// Commands run in event order; an expression load must not overtake a later reset.
+let characterQueue: Promise<void> = Promise.resolve();
+
+function onEvent(ev: EventEnvelope): void {
+  state = reduce(state, ev);
+  ui.render(state);
+  if (ev.type === 'session_ready') {
+    const p = findByCharacter(profiles, ev.character);
+    director.emotionMap = p?.emotionMap ?? null;
+    ui.setProfiles(profiles, ev.character);
+    characterQueue = characterQueue.then(() => showModel(modelUrl(p?.live2dModel ?? null)));
+  }
+  for (const cmd of director.commands(ev)) {
+    if (cmd.kind === 'lipsync' || cmd.kind === 'stop_lipsync') {
+      void character.apply(cmd); // the mouth must start with the sound, not after queued loads
+    } else {
+      characterQueue = characterQueue.then(() => character.apply(cmd)).catch(() => undefined);
+    }
+  }
+}
+
+const socketUrl = serverSocketUrl();
+const conn = new Connection({
+  url: socketUrl,
+  onEvent,
+  onStatus: (s) => ui.setStatus(s),
+  onControl: (frame) => {
+    const msg = typeof frame.message === 'string' ? frame.message : JSON.stringify(frame);
+    notify('warning', `Server: ${frame.type.replace(/_/g, ' ')}: ${msg}`);
+  },
+});
+
+async function boot(): Promise<void> {
+  try {
+    profiles = await fetchProfiles(httpBase(socketUrl));
+    ui.setProfiles(profiles, state.character);
+  } catch {
+    ui.setProfiles([], null); // the switcher stays empty; chatting works without it
+  }
+  conn.start();
+  characterQueue = characterQueue.then(() =>
+    showModel(modelUrl(findByCharacter(profiles, state.character)?.live2dModel ?? profiles[0]?.live2dModel ?? null)),
+  );
+}
+
+// Read-only introspection for the end-to-end tests (and curious users in the console).
+Object.assign(window, {
+  __tomo: {
+    get ready() {
+      return modelReady;
+    },
+    expression: () => character.expression,
+    param: (id: string) => character.param(id),
+    mouthTrace: () => character.mouthTrace.slice(),
+    bounds: () => character.bounds(),
+    lastSeq: () => conn.seq.lastSeq,
+    duplicates: () => conn.seq.duplicates,
+    transcript: () => state.transcript.map((m) => ({ ...m })),
+    dropConnection: () => conn.dropForTest(),
+  },
+});
+
+void boot();

@@ -1,0 +1,134 @@
+// TypeScript mirror of crates/tomo-core/src/protocol.rs (serde: internally tagged by `type`, snake_case).
+// Events arrive wrapped as `{"seq": N, "type": "...", ...fields}`; ops go out as `{"type": "...", ...}`.
+// Keep this file in step with the Rust enum: it is the only place the UI names wire types.
+
+export type TurnId = number;
+export type SessionState = 'idle' | 'listening' | 'thinking' | 'speaking';
+export type ToolStatus = 'running' | 'completed' | 'error';
+export type TurnEnd = 'completed' | 'round_limit';
+export type LatencyOrigin = 'speech_end' | 'turn_start';
+export type HookStage = 'before_turn' | 'after_turn' | 'after_playback';
+export type ErrorCode =
+  | 'llm_unreachable'
+  | 'llm_http'
+  | 'llm_stream'
+  | 'llm_malformed'
+  | 'tool'
+  | 'hook'
+  | 'profile'
+  | 'plugin'
+  | 'history'
+  | 'output'
+  | 'illegal_state'
+  | 'internal';
+
+export type Action = { kind: 'emotion'; name: string };
+
+export interface ToolCallEvent {
+  tool_id: string;
+  tool_name: string;
+  args: unknown;
+  status: ToolStatus;
+  result?: string;
+  round: number;
+}
+
+export interface Sentence {
+  index: number;
+  display_text: string;
+  tts_text: string | null;
+  actions: Action[];
+}
+
+export type Event =
+  | { type: 'session_ready'; character: string; agent_id: string; tools: string[] }
+  | { type: 'state_changed'; from: SessionState; to: SessionState }
+  | { type: 'turn_started'; turn_id: TurnId; user_text: string }
+  | { type: 'user_transcript'; text: string }
+  | {
+      type: 'latency_report';
+      turn_id: TurnId;
+      origin: LatencyOrigin;
+      asr_done_ms: number | null;
+      first_token_ms: number | null;
+      first_sentence_ms: number | null;
+      first_audio_ms: number | null;
+    }
+  | { type: 'text_delta'; turn_id: TurnId; delta: string }
+  | { type: 'reasoning_delta'; turn_id: TurnId; delta: string }
+  | { type: 'sentence'; turn_id: TurnId; sentence: Sentence }
+  | { type: 'tool_call'; turn_id: TurnId; call: ToolCallEvent }
+  | { type: 'hook_failed'; turn_id: TurnId; hook: string; stage: HookStage; message: string }
+  | { type: 'turn_finished'; turn_id: TurnId; end: TurnEnd; text: string }
+  | { type: 'turn_aborted'; turn_id: TurnId; partial_text: string }
+  | {
+      type: 'audio_started';
+      turn_id: TurnId;
+      sentence_index: number;
+      duration_ms: number;
+      frame_ms: number;
+      envelope: number[];
+      actions: Action[];
+    }
+  | { type: 'audio_finished'; turn_id: TurnId; sentence_index: number }
+  | { type: 'playback_drained'; turn_id: TurnId }
+  | { type: 'error'; code: ErrorCode; message: string; recoverable: boolean };
+
+export type EventEnvelope = Event & { seq: number };
+
+export type Op =
+  | { type: 'user_text'; text: string }
+  | { type: 'speech_started' }
+  | { type: 'speech_ended'; transcript: string; asr_ms: number }
+  | { type: 'interrupt' }
+  | { type: 'switch_profile'; path: string }
+  | { type: 'shutdown' }
+  // Not (yet) an Op of the Rust enum: the server may answer it with an error frame, which the UI shows.
+  | { type: 'set_mic_muted'; muted: boolean };
+
+const EVENT_TYPES = new Set<string>([
+  'session_ready',
+  'state_changed',
+  'turn_started',
+  'user_transcript',
+  'latency_report',
+  'text_delta',
+  'reasoning_delta',
+  'sentence',
+  'tool_call',
+  'hook_failed',
+  'turn_finished',
+  'turn_aborted',
+  'audio_started',
+  'audio_finished',
+  'playback_drained',
+  'error',
+]);
+
+/** A server frame that is not a session event (e.g. a replay-gap notice or a transport error frame). */
+export interface ControlFrame {
+  type: string;
+  seq?: undefined;
+  [k: string]: unknown;
+}
+
+export type Frame = { kind: 'event'; event: EventEnvelope } | { kind: 'control'; frame: ControlFrame };
+
+/** Parses one WebSocket text frame. Never throws: malformed input becomes `null` so one bad frame can't stop
+ * the stream. Frames with a numeric `seq` and a known `type` are events; anything else with a `type` is a
+ * control frame (transport notices), which is not counted in seq bookkeeping. */
+export function parseFrame(text: string): Frame | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const obj = value as Record<string, unknown>;
+  if (typeof obj.type !== 'string') return null;
+  if (typeof obj.seq === 'number' && Number.isInteger(obj.seq) && EVENT_TYPES.has(obj.type)) {
+    return { kind: 'event', event: obj as unknown as EventEnvelope };
+  }
+  return { kind: 'control', frame: obj as ControlFrame };
+}

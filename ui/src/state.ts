@@ -1,0 +1,212 @@
+// The UI's view state as a pure reducer over session events: subtitles, transcript, tool chips, latency
+// and notices. No DOM here, so the same event sequence always gives the same state (unit-tested).
+import type { EventEnvelope, LatencyOrigin, SessionState, ToolStatus } from './protocol';
+import { cleanStreaming, consumeSentence } from './subtitles';
+
+export interface ChatMessage {
+  role: 'user' | 'assistant' | 'system';
+  text: string;
+  turnId?: number;
+  /** Assistant text still streaming. */
+  streaming?: boolean;
+  interrupted?: boolean;
+}
+
+export interface ToolChip {
+  toolId: string;
+  name: string;
+  status: ToolStatus;
+  result?: string;
+  turnId: number;
+}
+
+export interface Notice {
+  id: number;
+  level: 'error' | 'warning';
+  text: string;
+}
+
+export interface Latency {
+  turnId: number;
+  origin: LatencyOrigin;
+  asrDoneMs: number | null;
+  firstTokenMs: number | null;
+  firstSentenceMs: number | null;
+  firstAudioMs: number | null;
+}
+
+export interface UiState {
+  character: string | null;
+  agentId: string | null;
+  tools: string[];
+  sessionState: SessionState;
+  turnId: number | null;
+  /** Sentences of the current turn already committed (clean display text). */
+  committed: string[];
+  /** Raw streamed text not yet committed as a sentence. */
+  pendingRaw: string;
+  transcript: ChatMessage[];
+  chips: ToolChip[];
+  latency: Latency | null;
+  notices: Notice[];
+  nextNoticeId: number;
+}
+
+export const MAX_TRANSCRIPT = 200;
+export const MAX_NOTICES = 5;
+
+export function initialState(): UiState {
+  return {
+    character: null,
+    agentId: null,
+    tools: [],
+    sessionState: 'idle',
+    turnId: null,
+    committed: [],
+    pendingRaw: '',
+    transcript: [],
+    chips: [],
+    latency: null,
+    notices: [],
+    nextNoticeId: 1,
+  };
+}
+
+/** The current subtitle: the last committed sentence(s) plus the live line. */
+export function subtitleText(s: UiState, keep = 2): { committed: string; live: string } {
+  return { committed: s.committed.slice(-keep).join(' '), live: cleanStreaming(s.pendingRaw) };
+}
+
+const ERROR_TITLES: Record<string, string> = {
+  llm_unreachable: 'Cannot reach the language model',
+  llm_http: 'The language model returned an error',
+  llm_stream: 'The language model stream broke off',
+  llm_malformed: 'The language model sent something unreadable',
+  tool: 'A tool failed',
+  hook: 'A plugin hook failed',
+  profile: 'Profile problem',
+  plugin: 'Plugin problem',
+  history: 'Could not save the conversation',
+  output: 'Audio output problem',
+  illegal_state: 'Not possible right now',
+  internal: 'Internal error',
+};
+
+/** A readable one-line notice for an `error` event. */
+export function describeError(code: string, message: string, recoverable: boolean): string {
+  const title = ERROR_TITLES[code] ?? 'Error';
+  return `${title}: ${message}${recoverable ? '' : ' (the session stopped)'}`;
+}
+
+export function pushNotice(s: UiState, level: Notice['level'], text: string): UiState {
+  const notices = [...s.notices, { id: s.nextNoticeId, level, text }].slice(-MAX_NOTICES);
+  return { ...s, notices, nextNoticeId: s.nextNoticeId + 1 };
+}
+
+export function dismissNotice(s: UiState, id: number): UiState {
+  return { ...s, notices: s.notices.filter((n) => n.id !== id) };
+}
+
+function pushMessage(s: UiState, m: ChatMessage): UiState {
+  return { ...s, transcript: [...s.transcript, m].slice(-MAX_TRANSCRIPT) };
+}
+
+/** Replaces the assistant message of `turnId` (creating it if needed). */
+function updateAssistant(s: UiState, turnId: number, f: (m: ChatMessage) => ChatMessage): UiState {
+  const idx = s.transcript.findIndex((m) => m.role === 'assistant' && m.turnId === turnId);
+  if (idx < 0) {
+    return pushMessage(s, f({ role: 'assistant', text: '', turnId, streaming: true }));
+  }
+  const transcript = s.transcript.slice();
+  transcript[idx] = f(transcript[idx]);
+  return { ...s, transcript };
+}
+
+export function reduce(s: UiState, ev: EventEnvelope): UiState {
+  switch (ev.type) {
+    case 'session_ready':
+      return pushMessage(
+        { ...s, character: ev.character, agentId: ev.agent_id, tools: ev.tools },
+        { role: 'system', text: `${ev.character} is here.` },
+      );
+    case 'state_changed':
+      return { ...s, sessionState: ev.to };
+    case 'turn_started':
+      return pushMessage(
+        { ...s, turnId: ev.turn_id, committed: [], pendingRaw: '' },
+        { role: 'user', text: ev.user_text, turnId: ev.turn_id },
+      );
+    case 'user_transcript':
+      return s; // the turn_started that follows carries the same text into the transcript
+    case 'latency_report':
+      return {
+        ...s,
+        latency: {
+          turnId: ev.turn_id,
+          origin: ev.origin,
+          asrDoneMs: ev.asr_done_ms,
+          firstTokenMs: ev.first_token_ms,
+          firstSentenceMs: ev.first_sentence_ms,
+          firstAudioMs: ev.first_audio_ms,
+        },
+      };
+    case 'text_delta':
+      return { ...s, turnId: ev.turn_id, pendingRaw: s.pendingRaw + ev.delta };
+    case 'reasoning_delta':
+      return s;
+    case 'sentence': {
+      const text = ev.sentence.display_text.trim();
+      if (text === '') return s;
+      const next = {
+        ...s,
+        committed: [...s.committed, text],
+        pendingRaw: consumeSentence(s.pendingRaw, text),
+      };
+      return updateAssistant(next, ev.turn_id, (m) => ({
+        ...m,
+        text: m.text ? `${m.text} ${text}` : text,
+      }));
+    }
+    case 'tool_call': {
+      const c = ev.call;
+      const chip: ToolChip = {
+        toolId: c.tool_id,
+        name: c.tool_name,
+        status: c.status,
+        result: c.result,
+        turnId: ev.turn_id,
+      };
+      const idx = s.chips.findIndex((x) => x.toolId === c.tool_id);
+      const chips = s.chips.slice();
+      if (idx < 0) chips.push(chip);
+      else chips[idx] = chip;
+      // Keep the chips of recent turns only; older ones are in the transcript's past.
+      return { ...s, chips: chips.filter((x) => x.turnId >= ev.turn_id - 2) };
+    }
+    case 'hook_failed':
+      return pushNotice(s, 'warning', `Plugin hook "${ev.hook}" failed (${ev.stage}): ${ev.message}`);
+    case 'turn_finished': {
+      const done = updateAssistant(s, ev.turn_id, (m) => ({
+        ...m,
+        text: m.text || cleanStreaming(ev.text).trim(),
+        streaming: false,
+      }));
+      return { ...done, pendingRaw: '' };
+    }
+    case 'turn_aborted': {
+      const done = updateAssistant(s, ev.turn_id, (m) => ({
+        ...m,
+        text: m.text || cleanStreaming(ev.partial_text).trim(),
+        streaming: false,
+        interrupted: true,
+      }));
+      return { ...done, pendingRaw: '' };
+    }
+    case 'audio_started':
+    case 'audio_finished':
+    case 'playback_drained':
+      return s; // drive the character (director.ts), not the text view
+    case 'error':
+      return pushNotice(s, 'error', describeError(ev.code, ev.message, ev.recoverable));
+  }
+}

@@ -1,0 +1,203 @@
+// DOM for everything around the character: built once, then `render(state)` updates it. Text always goes in
+// through textContent (never innerHTML): model output and tool results are untrusted.
+import type { ConnectionStatus } from './connection';
+import type { ProfileInfo } from './profiles';
+import { PRESETS, validateBaseUrl, type LlmSettings } from './settings';
+import { subtitleText, type UiState } from './state';
+
+export interface UiHandlers {
+  onSend(text: string): void;
+  onInterrupt(): void;
+  onMicToggle(muted: boolean): void;
+  onSwitchProfile(path: string): void;
+  onSaveSettings(s: LlmSettings): void;
+  onDismissNotice(id: number): void;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  for (const c of children) e.append(c);
+  return e;
+}
+
+const STATUS_TEXT: Record<ConnectionStatus, string> = {
+  connecting: 'Connecting…',
+  open: 'Connected',
+  reconnecting: 'Reconnecting…',
+  closed: 'Disconnected',
+};
+
+export class Ui {
+  readonly stage: HTMLElement;
+  private readonly h: UiHandlers;
+  private readonly conn = el('span', { class: 'conn', 'data-testid': 'connection', 'data-status': 'closed' });
+  private readonly profileSelect = el('select', { 'data-testid': 'profile-select', 'aria-label': 'Character' });
+  private readonly micBtn = el('button', { type: 'button', 'data-testid': 'mic', 'aria-pressed': 'false' }, 'Mic on');
+  private readonly subCommitted = el('span', { class: 'committed', 'data-testid': 'subtitle-committed' });
+  private readonly subLive = el('span', { class: 'live', 'data-testid': 'subtitle-live' });
+  private readonly transcript = el('ol', { class: 'transcript', 'data-testid': 'transcript' });
+  private readonly chips = el('ul', { class: 'chips', 'data-testid': 'tool-chips' });
+  private readonly notices = el('div', { class: 'notices', 'data-testid': 'notices', role: 'alert' });
+  private readonly latency = el('div', { class: 'latency', 'data-testid': 'latency' });
+  private readonly stateBadge = el('span', { class: 'state', 'data-testid': 'session-state' });
+  private readonly input = el('input', { type: 'text', placeholder: 'Say something…', 'data-testid': 'input', 'aria-label': 'Message' });
+  private readonly settings = el('dialog', { class: 'settings', 'data-testid': 'settings' });
+  private muted = false;
+  private renderedTranscript = '';
+
+  constructor(root: HTMLElement, handlers: UiHandlers, settings: LlmSettings) {
+    this.h = handlers;
+    this.stage = el('div', { class: 'stage', 'data-testid': 'stage' });
+    const subtitles = el('div', { class: 'subtitles', 'data-testid': 'subtitles' }, this.subCommitted, ' ', this.subLive);
+    const settingsBtn = el('button', { type: 'button', 'data-testid': 'settings-open' }, 'Settings');
+    const interrupt = el('button', { type: 'button', class: 'danger', 'data-testid': 'interrupt' }, 'Stop');
+    const send = el('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
+    const form = el('form', { class: 'composer' }, this.input, send, interrupt);
+
+    root.append(
+      el('header', { class: 'bar' }, this.conn, this.stateBadge, this.profileSelect, this.micBtn, settingsBtn),
+      el('main', { class: 'layout' },
+        el('section', { class: 'character' }, this.stage, subtitles, this.latency),
+        el('aside', { class: 'side' }, this.chips, this.transcript, form)),
+      this.notices,
+      this.settings,
+    );
+    this.buildSettings(settings);
+
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      const text = this.input.value.trim();
+      if (!text) return;
+      this.input.value = '';
+      handlers.onSend(text);
+    });
+    interrupt.addEventListener('click', () => handlers.onInterrupt());
+    this.micBtn.addEventListener('click', () => {
+      this.muted = !this.muted;
+      this.micBtn.textContent = this.muted ? 'Mic muted' : 'Mic on';
+      this.micBtn.setAttribute('aria-pressed', String(this.muted));
+      handlers.onMicToggle(this.muted);
+    });
+    this.profileSelect.addEventListener('change', () => {
+      if (this.profileSelect.value) handlers.onSwitchProfile(this.profileSelect.value);
+    });
+    settingsBtn.addEventListener('click', () => this.settings.showModal());
+    this.setStatus('closed');
+  }
+
+  setStatus(s: ConnectionStatus): void {
+    this.conn.textContent = STATUS_TEXT[s];
+    this.conn.dataset.status = s;
+  }
+
+  setProfiles(list: ProfileInfo[], current: string | null): void {
+    this.profileSelect.replaceChildren(
+      el('option', { value: '' }, list.length ? 'Character…' : 'No profiles'),
+      ...list.map((p) => {
+        const o = el('option', { value: p.path }, p.name);
+        if (p.name === current) o.selected = true;
+        return o;
+      }),
+    );
+  }
+
+  render(s: UiState): void {
+    const sub = subtitleText(s);
+    this.subCommitted.textContent = sub.committed;
+    this.subLive.textContent = sub.live;
+    this.stateBadge.textContent = s.character ? `${s.character} · ${s.sessionState}` : s.sessionState;
+    this.stateBadge.dataset.state = s.sessionState;
+
+    // The transcript only grows or changes at its end; rebuild only when it changed at all.
+    const key = JSON.stringify(s.transcript);
+    if (key !== this.renderedTranscript) {
+      this.renderedTranscript = key;
+      this.transcript.replaceChildren(
+        ...s.transcript.map((m) => {
+          const li = el('li', { class: `msg ${m.role}${m.streaming ? ' streaming' : ''}${m.interrupted ? ' interrupted' : ''}` }, m.text);
+          return li;
+        }),
+      );
+      this.transcript.scrollTop = this.transcript.scrollHeight;
+    }
+
+    this.chips.replaceChildren(
+      ...s.chips.map((c) => {
+        const li = el('li', { class: `chip ${c.status}`, 'data-tool-id': c.toolId, 'data-status': c.status }, `${c.name} · ${c.status}`);
+        if (c.result) li.title = c.result;
+        return li;
+      }),
+    );
+
+    this.notices.replaceChildren(
+      ...s.notices.map((n) => {
+        const close = el('button', { type: 'button', 'aria-label': 'Dismiss' }, '×');
+        close.addEventListener('click', () => this.h.onDismissNotice(n.id));
+        return el('div', { class: `notice ${n.level}`, 'data-testid': 'notice' }, el('span', {}, n.text), close);
+      }),
+    );
+
+    const l = s.latency;
+    if (l) {
+      const ms = (v: number | null) => (v === null ? '–' : `${v} ms`);
+      const from = l.origin === 'speech_end' ? 'after speech' : 'after send';
+      this.latency.textContent =
+        `turn ${l.turnId} (${from}): ` +
+        (l.asrDoneMs !== null ? `ASR ${ms(l.asrDoneMs)} · ` : '') +
+        `first token ${ms(l.firstTokenMs)} · first sentence ${ms(l.firstSentenceMs)} · first audio ${ms(l.firstAudioMs)}`;
+    }
+  }
+
+  private buildSettings(current: LlmSettings): void {
+    const preset = el('select', { 'data-testid': 'preset' },
+      el('option', { value: '' }, 'Custom'),
+      ...PRESETS.map((p) => el('option', { value: p.id }, p.label)));
+    const base = el('input', { type: 'url', 'data-testid': 'base-url', 'aria-label': 'Base URL' });
+    const model = el('input', { type: 'text', 'data-testid': 'model', 'aria-label': 'Model' });
+    const hint = el('p', { class: 'hint' });
+    const error = el('p', { class: 'error', 'data-testid': 'settings-error' });
+    base.value = current.baseUrl;
+    model.value = current.model;
+    const keyHint = (needsKey: boolean) => {
+      hint.textContent = needsKey
+        ? 'This endpoint needs an API key. The key is never stored by this page or in a profile: set it in the ' +
+          'environment variable your profile names (api_key_env, e.g. TOMO_LLM_API_KEY) before starting Tomo. ' +
+          'Storing it in the OS keyring comes in a later step.'
+        : 'Local endpoint: no API key needed.';
+    };
+    keyHint(PRESETS.find((p) => p.baseUrl === current.baseUrl)?.needsKey ?? false);
+    preset.addEventListener('change', () => {
+      const p = PRESETS.find((x) => x.id === preset.value);
+      if (!p) return;
+      base.value = p.baseUrl;
+      model.value = p.exampleModel;
+      keyHint(p.needsKey);
+    });
+    const save = el('button', { type: 'button', 'data-testid': 'settings-save' }, 'Save');
+    const cancel = el('button', { type: 'button' }, 'Close');
+    save.addEventListener('click', () => {
+      const problem = validateBaseUrl(base.value.trim());
+      error.textContent = problem ?? '';
+      if (problem) return;
+      this.h.onSaveSettings({ baseUrl: base.value.trim(), model: model.value.trim() });
+      this.settings.close();
+    });
+    cancel.addEventListener('click', () => this.settings.close());
+    this.settings.append(
+      el('h2', {}, 'Language model'),
+      el('label', {}, 'Preset ', preset),
+      el('label', {}, 'Base URL ', base),
+      el('label', {}, 'Model ', model),
+      hint,
+      el('p', { class: 'hint' }, 'Saved in this browser (URL and model only). The running session keeps its ' +
+        'profile\'s endpoint; the backend picks these up when endpoint switching lands.'),
+      error,
+      el('div', { class: 'row' }, save, cancel),
+    );
+  }
+}

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { Director } from '../src/director';
+import { resolveEmotion } from '../src/emotion';
+import type { EventEnvelope } from '../src/protocol';
+import { modelUrl, parseProfiles } from '../src/profiles';
+import { loadSettings, saveSettings, validateBaseUrl } from '../src/settings';
+
+const shizuku = { expressions: ['f01', 'f02', 'f03', 'f04'], motionGroups: ['idle', 'tap_body'] };
+const hana = { joy: 'f01', angry: 'f02', sad: 'f03', surprised: 'f04', neutral: 'idle' };
+
+describe('resolveEmotion', () => {
+  it('maps through the profile map to expressions or motion groups', () => {
+    expect(resolveEmotion('angry', hana, shizuku)).toEqual({ kind: 'expression', id: 'f02' });
+    expect(resolveEmotion('Joy', hana, shizuku)).toEqual({ kind: 'expression', id: 'f01' });
+    expect(resolveEmotion('neutral', hana, shizuku)).toEqual({ kind: 'motion', group: 'idle' });
+  });
+  it('falls back to expression ids, and ignores what neither knows', () => {
+    expect(resolveEmotion('f03', null, shizuku)).toEqual({ kind: 'expression', id: 'f03' });
+    expect(resolveEmotion('f03', hana, shizuku)).toEqual({ kind: 'expression', id: 'f03' });
+    expect(resolveEmotion('smug', hana, shizuku)).toBeNull();
+    expect(resolveEmotion('joy', { joy: 'f99' }, shizuku)).toBeNull();
+  });
+});
+
+describe('Director', () => {
+  const ev = (e: object) => ({ seq: 1, ...e }) as EventEnvelope;
+  it('applies sentence emotions in text mode and waits for the audio once audio was seen', () => {
+    const d = new Director();
+    d.model = shizuku;
+    d.emotionMap = hana;
+    const sentence = ev({ type: 'sentence', turn_id: 1, sentence: { index: 0, display_text: 'x', tts_text: 'x', actions: [{ kind: 'emotion', name: 'sad' }] } });
+    expect(d.commands(sentence)).toEqual([{ kind: 'expression', id: 'f03' }]);
+    const audio = ev({ type: 'audio_started', turn_id: 1, sentence_index: 0, duration_ms: 100, frame_ms: 20, envelope: [1], actions: [{ kind: 'emotion', name: 'joy' }] });
+    expect(d.commands(audio)).toEqual([
+      { kind: 'expression', id: 'f01' },
+      { kind: 'lipsync', envelope: [1], frameMs: 20, durationMs: 100 },
+    ]);
+    expect(d.commands(sentence)).toEqual([]);
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 1 }))).toEqual([{ kind: 'rest' }]);
+  });
+});
+
+describe('profiles and settings', () => {
+  it('parses /api/profiles in either shape and maps model paths into the UI tree', () => {
+    const list = parseProfiles({ profiles: [{ path: 'profiles/kuro.toml', character: { name: 'Kuro' }, live2d: { model: 'assets/live2d/shizuku/shizuku.model.json', emotion_map: { smug: 'f01' } } }, { nope: 1 }] });
+    expect(list).toEqual([{ path: 'profiles/kuro.toml', name: 'Kuro', agentId: null, live2dModel: 'assets/live2d/shizuku/shizuku.model.json', emotionMap: { smug: 'f01' } }]);
+    expect(modelUrl('assets/live2d/shizuku/shizuku.model.json')).toBe('live2d/shizuku/shizuku.model.json');
+    expect(modelUrl('https://evil.example/m.json')).toBe('live2d/shizuku/shizuku.model.json');
+    expect(modelUrl('assets/live2d/../../secret')).toBe('live2d/shizuku/shizuku.model.json');
+  });
+  it('stores only URL and model, and refuses plain http to remote hosts', () => {
+    const store = new Map<string, string>();
+    const storage = { getItem: (k: string) => store.get(k) ?? null, setItem: (k: string, v: string) => void store.set(k, v) };
+    saveSettings(storage, { baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini', apiKey: 'sk-secret' } as never);
+    expect([...store.values()].join()).not.toContain('sk-secret');
+    expect(loadSettings(storage)).toEqual({ baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini' });
+    expect(validateBaseUrl('http://127.0.0.1:11434/v1')).toBeNull();
+    expect(validateBaseUrl('http://192.168.1.5:11434/v1')).toMatch(/https/);
+    expect(validateBaseUrl('nonsense')).toMatch(/Not a URL/);
+  });
+});

@@ -1,0 +1,101 @@
+import { describe, expect, it } from 'vitest';
+import type { Event, EventEnvelope } from '../src/protocol';
+import { initialState, reduce, subtitleText, type UiState } from '../src/state';
+import { cleanStreaming, consumeSentence } from '../src/subtitles';
+
+function run(events: Event[]): UiState {
+  return events.reduce<UiState>((s, e, i) => reduce(s, { seq: i + 1, ...e } as EventEnvelope), initialState());
+}
+
+const sentence = (turn_id: number, index: number, text: string, emotion?: string): Event => ({
+  type: 'sentence',
+  turn_id,
+  sentence: { index, display_text: text, tts_text: text, actions: emotion ? [{ kind: 'emotion', name: emotion }] : [] },
+});
+
+describe('reducer', () => {
+  it('streams the live line, commits sentences, keeps the next sentence start', () => {
+    let s = run([
+      { type: 'turn_started', turn_id: 1, user_text: 'hi' },
+      { type: 'text_delta', turn_id: 1, delta: '[joy] Hel' },
+      { type: 'text_delta', turn_id: 1, delta: 'lo there.' },
+    ]);
+    expect(subtitleText(s)).toEqual({ committed: '', live: 'Hello there.' });
+    s = reduce(s, { seq: 10, type: 'text_delta', turn_id: 1, delta: ' [sa' });
+    expect(subtitleText(s).live).toBe('Hello there. '); // half a tag never shows
+    s = reduce(s, { seq: 11, type: 'text_delta', turn_id: 1, delta: 'd] Bye' });
+    s = reduce(s, { seq: 12, ...sentence(1, 0, 'Hello there.', 'joy') } as EventEnvelope);
+    expect(subtitleText(s)).toEqual({ committed: 'Hello there.', live: 'Bye' });
+    expect(s.transcript.map((m) => [m.role, m.text, m.streaming])).toEqual([
+      ['user', 'hi', undefined],
+      ['assistant', 'Hello there.', true],
+    ]);
+  });
+
+  it('finishes the assistant message and resets subtitles on the next turn', () => {
+    const s = run([
+      { type: 'turn_started', turn_id: 1, user_text: 'hi' },
+      { type: 'text_delta', turn_id: 1, delta: 'A. B.' },
+      sentence(1, 0, 'A.'),
+      sentence(1, 1, 'B.'),
+      { type: 'turn_finished', turn_id: 1, end: 'completed', text: 'A. B.' },
+      { type: 'turn_started', turn_id: 2, user_text: 'again' },
+    ]);
+    expect(s.transcript.map((m) => [m.role, m.text])).toEqual([
+      ['user', 'hi'],
+      ['assistant', 'A. B.'],
+      ['user', 'again'],
+    ]);
+    expect(s.transcript[1].streaming).toBe(false);
+    expect(subtitleText(s)).toEqual({ committed: '', live: '' });
+  });
+
+  it('marks an interrupted turn and uses the partial text when no sentence came', () => {
+    const s = run([
+      { type: 'turn_started', turn_id: 3, user_text: 'tell me a story' },
+      { type: 'text_delta', turn_id: 3, delta: '[joy] Once upon' },
+      { type: 'turn_aborted', turn_id: 3, partial_text: '[joy] Once upon' },
+    ]);
+    expect(s.transcript[1]).toMatchObject({ role: 'assistant', text: 'Once upon', interrupted: true, streaming: false });
+    expect(subtitleText(s).live).toBe('');
+  });
+
+  it('moves tool chips running -> completed / error, one chip per call', () => {
+    const call = (id: string, status: 'running' | 'completed' | 'error', result?: string): Event => ({
+      type: 'tool_call',
+      turn_id: 1,
+      call: { tool_id: id, tool_name: id === 'a' ? 'get_time' : 'web_fetch', args: {}, status, result, round: 1 },
+    });
+    let s = run([call('a', 'running'), call('b', 'running')]);
+    expect(s.chips.map((c) => [c.name, c.status])).toEqual([
+      ['get_time', 'running'],
+      ['web_fetch', 'running'],
+    ]);
+    s = run([call('a', 'running'), call('b', 'running'), call('a', 'completed', '12:00'), call('b', 'error', 'timeout')]);
+    expect(s.chips.map((c) => [c.name, c.status, c.result])).toEqual([
+      ['get_time', 'completed', '12:00'],
+      ['web_fetch', 'error', 'timeout'],
+    ]);
+  });
+
+  it('turns error and hook events into readable notices, keeps the latest latency', () => {
+    const s = run([
+      { type: 'error', code: 'llm_unreachable', message: 'connection refused at http://127.0.0.1:11434/v1', recoverable: true },
+      { type: 'hook_failed', turn_id: 1, hook: 'diary', stage: 'after_turn', message: 'disk full' },
+      { type: 'latency_report', turn_id: 1, origin: 'turn_start', asr_done_ms: null, first_token_ms: 300, first_sentence_ms: 500, first_audio_ms: null },
+    ]);
+    expect(s.notices.map((n) => [n.level, n.text])).toEqual([
+      ['error', 'Cannot reach the language model: connection refused at http://127.0.0.1:11434/v1'],
+      ['warning', 'Plugin hook "diary" failed (after_turn): disk full'],
+    ]);
+    expect(s.latency).toMatchObject({ turnId: 1, firstTokenMs: 300, firstAudioMs: null });
+  });
+});
+
+describe('subtitle helpers', () => {
+  it('cleans tags and keeps text after a committed sentence', () => {
+    expect(cleanStreaming('[surprised] Oh! [jo')).toBe('Oh! ');
+    expect(consumeSentence('[joy] One. Two', 'One.')).toBe('Two');
+    expect(consumeSentence('something else', 'One.')).toBe('');
+  });
+});
