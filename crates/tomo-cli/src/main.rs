@@ -8,6 +8,7 @@ mod paths;
 mod profile_cmd;
 mod render;
 mod run;
+mod serve;
 mod session_env;
 mod talk;
 mod voice;
@@ -34,6 +35,8 @@ enum Command {
     Chat(ChatArgs),
     /// Talk through the microphone and hear the character through the speakers (typing works too).
     Run(run::RunArgs),
+    /// Serve the session over WebSocket (and the web UI) on 127.0.0.1.
+    Serve(serve::ServeArgs),
     /// One voice turn from a WAV file to a WAV file, with a latency report.
     Talk(talk::TalkArgs),
     /// Benchmarks (not tests): `tomo bench voice`.
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Chat(args) => run_async(chat::run(args)),
         Command::Run(args) => run_async(run::run(args)),
+        Command::Serve(args) => run_async(serve::run(args)),
         Command::Talk(args) => run_async(talk::run(args)),
         Command::Bench(command) => run_async(bench::run(command)),
         Command::Profile(ProfileCommand::Check { file, plugins_dir }) => {

@@ -1,0 +1,167 @@
+//! `tomo serve`: one session over WebSocket (see the `tomo-server` crate for the protocol), the web UI's
+//! files at `/`. Voice output plays on this machine's speakers; clients get the events (subtitles,
+//! lip-sync envelopes) either way.
+
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use tomo_audio::RodioOutput;
+use tomo_core::profile::Profile;
+use tomo_core::protocol::Op;
+use tomo_core::session::start_session;
+use tomo_core::sink::{OutputSink, TextSink};
+use tomo_server::{Server, ServerConfig};
+use tomo_speech::models::ModelStore;
+use tomo_speech::voice_sink::VoiceSink;
+
+use crate::LlmFlags;
+use crate::session_env::{SessionFlags, environment, load_profile_or_report};
+use crate::voice;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The character profile the session starts with (profiles/*.toml).
+    #[arg(long, short)]
+    pub profile: PathBuf,
+    /// Port to listen on (0: any free port; the address is printed as `listening on http://…`).
+    #[arg(long, default_value_t = 7860)]
+    pub port: u16,
+    /// Address to bind. Anything but loopback also needs --allow-remote and a token.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub bind: IpAddr,
+    /// Allow binding a non-loopback address (anyone who can reach it and has the token drives the session).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Access token every request must carry (Authorization: Bearer, or ?token=). Prefer the environment
+    /// variable: flags show up in `ps`.
+    #[arg(long, env = "TOMO_SERVER_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The built web UI (default: ui/dist if it exists).
+    #[arg(long)]
+    pub ui_dir: Option<PathBuf>,
+    /// Profiles clients may switch to (default: the folder of --profile).
+    #[arg(long)]
+    pub profiles_dir: Option<PathBuf>,
+    /// Text only: no speech synthesis, no speakers.
+    #[arg(long)]
+    pub text: bool,
+    /// Sentences synthesized at the same time, ahead of playback.
+    #[arg(long, default_value_t = 2)]
+    pub tts_workers: usize,
+    #[command(flatten)]
+    pub llm: LlmFlags,
+    #[command(flatten)]
+    pub session: SessionFlags,
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let Some(profile) = load_profile_or_report(&args.profile) else {
+        return Ok(ExitCode::from(2));
+    };
+    let ui_dir = match &args.ui_dir {
+        Some(dir) if !dir.is_dir() => bail!("--ui-dir {}: no such directory", dir.display()),
+        Some(dir) => Some(dir.clone()),
+        None => Some(PathBuf::from("ui/dist")).filter(|d| d.is_dir()),
+    };
+    let profiles_dir = args
+        .profiles_dir
+        .clone()
+        .unwrap_or_else(|| folder_of(&args.profile));
+    let config = ServerConfig {
+        addr: SocketAddr::new(args.bind, args.port),
+        allow_remote: args.allow_remote,
+        token: args.token.clone(),
+        ui_dir: ui_dir.clone(),
+        profiles_dir: Some(profiles_dir),
+        ..ServerConfig::default()
+    };
+    // Refuse an unsafe bind before the session touches memory, plugins or the LLM.
+    config.check()?;
+    let sink: Arc<dyn OutputSink> = if args.text {
+        Arc::new(TextSink)
+    } else {
+        voice_sink(&profile, args.tts_workers)
+    };
+    let prepared = environment(&args.profile, &args.llm, &args.session);
+    let (session, events) = start_session(profile, prepared.env.clone(), sink)
+        .await
+        .context("cannot start the session")?;
+    let ops = session.sender();
+    let server = match Server::start(config, ops.clone(), events).await {
+        Ok(server) => server,
+        Err(error) => {
+            ops.send(Op::Shutdown).await.ok();
+            session.join().await;
+            return Err(error.into());
+        }
+    };
+    let addr = server.local_addr();
+    // Tests and scripts read this line to learn the port.
+    println!("listening on http://{addr}/");
+    std::io::stdout().flush().ok();
+    match &ui_dir {
+        Some(dir) => eprintln!("* UI from {}; socket at ws://{addr}/ws", dir.display()),
+        None => {
+            eprintln!("* no UI directory (build ui/ or pass --ui-dir); socket at ws://{addr}/ws")
+        }
+    }
+    eprintln!("* Ctrl-C stops the server.");
+
+    stop_signal().await;
+    eprintln!("* stopping");
+    if let Err(error) = server.shutdown().await {
+        eprintln!("! {error}");
+    }
+    ops.send(Op::Shutdown).await.ok();
+    session.join().await;
+    prepared.settle().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `profiles/hana.toml` → `profiles`; a bare `hana.toml` → `.`.
+fn folder_of(profile: &Path) -> PathBuf {
+    match profile.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Speech on this machine's speakers when there are any; otherwise text events only, said once on stderr.
+fn voice_sink(profile: &Profile, workers: usize) -> Arc<dyn OutputSink> {
+    let voiced = ModelStore::from_env()
+        .map_err(anyhow::Error::from)
+        .and_then(|store| voice::tts(profile, &store))
+        .and_then(|tts| {
+            let output =
+                RodioOutput::open(profile.tts.output_device.as_deref()).context("no speakers")?;
+            Ok(Arc::new(VoiceSink::new(tts, Arc::new(output), workers)) as Arc<dyn OutputSink>)
+        });
+    match voiced {
+        Ok(sink) => sink,
+        Err(error) => {
+            eprintln!("! {error:#}; answers are text only (use --text to say so)");
+            Arc::new(TextSink)
+        }
+    }
+}
+
+/// Ctrl-C, or SIGTERM from a service manager or a test harness.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,0 +1,154 @@
+//! One WebSocket client: replay, then live events out; ops in.
+
+use std::sync::Arc;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures::{SinkExt, StreamExt};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tomo_core::protocol::Op;
+
+use crate::hub::{Subscription, control};
+use crate::{AppState, auth, profiles};
+
+/// Ops are small; a client sending megabytes is broken or hostile.
+const MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct WsQuery {
+    /// The last `seq` the client processed; events after it are replayed.
+    last_seq: Option<u64>,
+}
+
+pub(crate) async fn upgrade(
+    State(state): State<Arc<AppState>>,
+    Query(query): Query<WsQuery>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if !auth::origin_allowed(&headers) {
+        tracing::warn!(origin = ?headers.get("origin"), "refused WebSocket from a foreign origin");
+        return (StatusCode::FORBIDDEN, "origin not allowed\n").into_response();
+    }
+    let last_seq = query.last_seq.unwrap_or(0);
+    ws.max_message_size(MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| client(socket, state, last_seq))
+}
+
+async fn client(socket: WebSocket, state: Arc<AppState>, last_seq: u64) {
+    let Subscription { id, replay, live } = state.hub.subscribe(last_seq);
+    tracing::debug!(
+        client = id,
+        last_seq,
+        replay = replay.len(),
+        "client connected"
+    );
+    let (mut out, mut incoming) = socket.split();
+    // Error frames for this client's own mistakes; a client spamming garbage may miss some.
+    let (replies_tx, mut replies) = mpsc::channel::<Utf8Bytes>(16);
+
+    let writer = async {
+        for frame in replay {
+            if out.send(Message::Text(frame)).await.is_err() {
+                return;
+            }
+        }
+        let mut live = live;
+        loop {
+            tokio::select! {
+                frame = live.recv() => match frame {
+                    Some(frame) => {
+                        if out.send(Message::Text(frame)).await.is_err() {
+                            return;
+                        }
+                    }
+                    None => {
+                        let _ = out.send(Message::Close(Some(close_reason(&state)))).await;
+                        return;
+                    }
+                },
+                Some(reply) = replies.recv() => {
+                    if out.send(Message::Text(reply)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    let reader = async {
+        while let Some(Ok(message)) = incoming.next().await {
+            let outcome = match message {
+                Message::Text(text) => handle_op(&state, text.as_str()).await,
+                Message::Binary(_) => {
+                    Err("binary frames are not supported; send ops as JSON text".into())
+                }
+                Message::Close(_) => break,
+                Message::Ping(_) | Message::Pong(_) => Ok(()),
+            };
+            if let Err(problem) = outcome {
+                tracing::debug!(client = id, %problem, "refused a client frame");
+                let _ = replies_tx.try_send(error_frame(&problem));
+            }
+        }
+    };
+    // Whichever side ends first ends the connection.
+    tokio::select! {
+        () = writer => {}
+        () = reader => {}
+    }
+    state.hub.unsubscribe(id);
+    tracing::debug!(client = id, "client disconnected");
+}
+
+/// Why live events stopped: the session is over, or this client fell too far behind.
+fn close_reason(state: &AppState) -> CloseFrame {
+    if state.hub.is_closed() {
+        CloseFrame {
+            code: close_code::AWAY,
+            reason: Utf8Bytes::from_static("session ended"),
+        }
+    } else {
+        CloseFrame {
+            code: close_code::AGAIN,
+            reason: Utf8Bytes::from_static("client too slow; reconnect with ?last_seq="),
+        }
+    }
+}
+
+fn error_frame(message: &str) -> Utf8Bytes {
+    control(&json!({
+        "type": "error",
+        "code": "invalid_op",
+        "message": message,
+        "recoverable": true,
+    }))
+}
+
+/// Parses and checks one client op, then hands it to the session.
+async fn handle_op(state: &AppState, text: &str) -> Result<(), String> {
+    let op: Op = serde_json::from_str(text).map_err(|e| format!("not a valid op: {e}"))?;
+    let op = match op {
+        Op::Shutdown => {
+            return Err("`shutdown` is not accepted from clients; stop the server instead".into());
+        }
+        Op::SwitchProfile { path } => {
+            let resolved = profiles::resolve(state.profiles_dir.as_deref(), &path)
+                .map_err(|e| e.to_string())?;
+            let path = resolved
+                .to_str()
+                .ok_or_else(|| format!("profile path {} is not UTF-8", resolved.display()))?
+                .to_owned();
+            Op::SwitchProfile { path }
+        }
+        other => other,
+    };
+    state
+        .ops
+        .send(op)
+        .await
+        .map_err(|_| "the session has stopped".to_owned())
+}
