@@ -15,6 +15,8 @@ pub(crate) struct ProfileInfo {
     pub name: String,
     pub agent_id: String,
     pub live2d_model: Option<String>,
+    /// Emotion tag → expression/motion id: the UI needs it to act out `[joy]`-style actions.
+    pub emotion_map: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +75,7 @@ pub(crate) fn list(dir: &Path) -> Vec<ProfileInfo> {
                 name: loaded.profile.character.name,
                 agent_id: loaded.profile.character.agent_id,
                 live2d_model: loaded.profile.live2d.model,
+                emotion_map: loaded.profile.live2d.emotion_map,
             }),
             Err(error) => {
                 tracing::warn!(path = %path.display(), %error, "profile not listed");

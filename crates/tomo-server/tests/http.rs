@@ -222,9 +222,9 @@ async fn profiles_health_and_static_files() {
         profiles,
         serde_json::json!([
             {"file": "hana.toml", "name": "Hana", "agent_id": "hana",
-             "live2d_model": "assets/live2d/hana/hana.model.json"},
+             "live2d_model": "assets/live2d/hana/hana.model.json", "emotion_map": {"joy": "f01"}},
             {"file": "kuro.toml", "name": "Kuro", "agent_id": "kuro",
-             "live2d_model": "assets/live2d/kuro/kuro.model.json"},
+             "live2d_model": "assets/live2d/kuro/kuro.model.json", "emotion_map": {"joy": "f01"}},
         ])
     );
 
