@@ -166,15 +166,17 @@ async fn a_spoken_question_gets_a_spoken_answer() {
     audio.extend(tomo_audio::read_wav_16k(&answer).unwrap());
     let asr = WhisperAsr::new(store.path("whisper-base").unwrap(), Some("en".into()), 2).unwrap();
     let heard = asr.transcribe(&audio).unwrap().text.to_lowercase();
+    // The voice samples noise (VITS), so a word may come back different from run to run ("Paris is" was
+    // once heard as "perishes"): compare by word error rate, and check the sentences' order on stable words.
+    let said = ANSWER.replace("[joy] ", "");
+    let wer = tomo_speech::asr::word_error_rate(&said, &heard);
+    assert!(wer < 0.3, "WER {wer:.2}: said {said:?}, heard {heard:?}");
     let at = |word: &str| {
         heard
             .find(word)
             .unwrap_or_else(|| panic!("{word:?} not in {heard:?}"))
     };
-    assert!(
-        at("paris") < at("capital") && at("capital") < at("lovely city"),
-        "heard {heard:?}"
-    );
+    assert!(at("capital") < at("museums"), "heard {heard:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -150,23 +150,21 @@ fn audio_context(samples: usize) -> i32 {
     positions.min(1500) as i32
 }
 
-impl SpeechToText for WhisperAsr {
-    fn name(&self) -> &str {
-        "whisper"
-    }
+/// More words than anyone speaks in that much 16 kHz audio (~4.5 words per second, at least 8).
+fn looks_like_a_loop(text: &str, samples: usize) -> bool {
+    let seconds = samples as f64 / 16_000.0;
+    text.split_whitespace().count() as f64 > (seconds * 4.5).max(8.0)
+}
 
-    fn transcribe(&self, samples: &[f32]) -> Result<Transcript, AsrError> {
-        let language = if self.multilingual {
-            self.config.language.clone()
-        } else {
-            Some("en".into())
-        };
-        if samples.len() < MIN_SAMPLES || rms(samples) < SILENCE_RMS {
-            return Ok(Transcript {
-                text: String::new(),
-                language,
-            });
-        }
+impl WhisperAsr {
+    /// One decode with an encoder window of `window` positions (0 = the model's full 1500).
+    fn run(
+        &self,
+        state: &mut whisper_rs::WhisperState,
+        samples: &[f32],
+        language: Option<&str>,
+        window: i32,
+    ) -> Result<String, AsrError> {
         let strategy = match self.config.beam_size {
             Some(width) if width > 1 => SamplingStrategy::BeamSearch {
                 beam_size: width as i32,
@@ -175,7 +173,7 @@ impl SpeechToText for WhisperAsr {
             _ => SamplingStrategy::Greedy { best_of: 1 },
         };
         let mut params = FullParams::new(strategy);
-        params.set_language(Some(language.as_deref().unwrap_or("auto")));
+        params.set_language(Some(language.unwrap_or("auto")));
         params.set_n_threads(self.config.threads.max(1) as i32);
         params.set_no_timestamps(true);
         params.set_suppress_blank(true);
@@ -183,16 +181,12 @@ impl SpeechToText for WhisperAsr {
         params.set_no_context(true); // each utterance stands alone; no drift from the previous one
         // Whisper's encoder always works on 30 s windows (1500 positions) however short the utterance;
         // sizing the window to the audio (+ a margin) cuts encoder time several-fold for spoken turns.
-        params.set_audio_ctx(audio_context(samples.len()));
+        params.set_audio_ctx(window);
         params.set_print_special(false);
         params.set_print_progress(false);
         params.set_print_realtime(false);
         params.set_print_timestamps(false);
 
-        let mut state = self
-            .state
-            .lock()
-            .map_err(|_| AsrError::Failed("a previous transcription panicked".into()))?;
         state
             .full(params, samples)
             .map_err(|e| AsrError::Failed(format!("whisper.cpp: {e}")))?;
@@ -216,13 +210,51 @@ impl SpeechToText for WhisperAsr {
                 text.push_str(piece);
             }
         }
+        Ok(text.trim().to_string())
+    }
+}
+
+impl SpeechToText for WhisperAsr {
+    fn name(&self) -> &str {
+        "whisper"
+    }
+
+    fn transcribe(&self, samples: &[f32]) -> Result<Transcript, AsrError> {
+        let language = if self.multilingual {
+            self.config.language.clone()
+        } else {
+            Some("en".into())
+        };
+        if samples.len() < MIN_SAMPLES || rms(samples) < SILENCE_RMS {
+            return Ok(Transcript {
+                text: String::new(),
+                language,
+            });
+        }
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| AsrError::Failed("a previous transcription panicked".into()))?;
+        let mut text = self.run(
+            &mut state,
+            samples,
+            language.as_deref(),
+            audio_context(samples.len()),
+        )?;
+        // A shortened window occasionally sends whisper into a loop (the same sentence seven times). Speech
+        // is rarely faster than ~4 words per second: more than that means a loop, so decode again with the
+        // full 30 s window (0 = the model's own size).
+        if looks_like_a_loop(&text, samples.len()) {
+            tracing::debug!(%text, "whisper output looks like a loop; decoding with the full window");
+            text = self.run(&mut state, samples, language.as_deref(), 0)?;
+        }
         let detected = if self.multilingual && language.is_none() {
             whisper_rs::get_lang_str(state.full_lang_id_from_state()).map(str::to_string)
         } else {
             language
         };
         Ok(Transcript {
-            text: text.trim().to_string(),
+            text,
             language: detected,
         })
     }
@@ -265,5 +297,23 @@ mod tests {
         std::fs::write(file.path(), b"definitely not a model").unwrap();
         let error = WhisperAsr::new(file.path(), None, 1).unwrap_err();
         assert!(error.to_string().contains("bad magic"), "{error}");
+    }
+}
+
+#[cfg(test)]
+mod loop_guard_tests {
+    use super::looks_like_a_loop;
+
+    #[test]
+    fn a_repeated_sentence_in_a_short_clip_is_a_loop() {
+        let sentence = "paris is the capital of france. ";
+        assert!(looks_like_a_loop(&sentence.repeat(7), 5 * 16_000));
+        assert!(!looks_like_a_loop(sentence, 5 * 16_000));
+        // Fast but real speech: 20 words in 5 s.
+        assert!(!looks_like_a_loop(&"word ".repeat(20), 5 * 16_000));
+        assert!(
+            !looks_like_a_loop("one two three", 8_000),
+            "short clips get at least 8 words"
+        );
     }
 }
