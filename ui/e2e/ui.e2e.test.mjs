@@ -1,6 +1,9 @@
 // End-to-end: the built UI in headless Debian Chromium (playwright-core, no downloaded browser) against a
-// server speaking the session protocol. The server is TOMO_UI_SERVER (e.g. http://127.0.0.1:7860/ of a
-// running `tomo serve` with the scripted LLM of script.mjs) or, by default, the Node stub in stub-server.mjs.
+// server speaking the session protocol. Three modes:
+// - default: the Node stub in stub-server.mjs (scripted events, including voice-mode `audio_started`);
+// - TOMO_E2E_REAL=1 (`npm run e2e:real`): the real `tomo serve --text` (real-server.mjs) driven by the
+//   scripted OpenAI-compatible LLM of llm-stub.mjs; text mode emits no audio, so the lip-sync check is skipped;
+// - TOMO_UI_SERVER=http://...: an already running server (with a scripted LLM giving script.mjs's reply).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -9,6 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { PNG } from 'pngjs';
 import { startStub } from './stub-server.mjs';
+import { startLlmStub } from './llm-stub.mjs';
+import { startReal } from './real-server.mjs';
 import { SENTENCES } from './script.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -16,13 +21,25 @@ const artifacts = join(here, 'artifacts');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const BG = [0xf4, 0xf1, 0xec]; // --bg in style.css
 
+const REAL = process.env.TOMO_E2E_REAL === '1';
 let stub = null;
+let llm = null;
+let real = null;
 let base;
 let browser;
 
 before(async () => {
   mkdirSync(artifacts, { recursive: true });
-  if (process.env.TOMO_UI_SERVER) {
+  if (REAL) {
+    llm = await startLlmStub();
+    real = await startReal({
+      repoRoot: join(here, '..', '..'),
+      distDir: join(here, '..', 'dist'),
+      fixturesDir: join(here, 'fixtures'),
+      llmBaseUrl: llm.baseUrl,
+    });
+    base = real.url;
+  } else if (process.env.TOMO_UI_SERVER) {
     base = process.env.TOMO_UI_SERVER.replace(/\/?$/, '/');
   } else {
     stub = await startStub({ distDir: join(here, '..', 'dist'), profilesDir: join(here, '..', '..', 'profiles') });
@@ -43,7 +60,39 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await stub?.close();
+  if (real) {
+    const how = await real.close();
+    writeFileSync(join(artifacts, 'tomo-serve.stderr.txt'), real.stderr);
+    // The server stops cleanly on SIGTERM (what a service manager sends).
+    assert.equal(how.code, 0, `tomo serve exited with ${JSON.stringify(how)}; stderr:\n${real.stderr}`);
+  }
+  await llm?.close();
 });
+
+/** Records every status a tool chip shows, from before the op is sent: against the real server the tool
+ * runs in microseconds, so `running` may be on screen for less than one animation frame. The observer runs
+ * after each WebSocket message task, so it sees every rendered state. */
+async function watchChips(page) {
+  await page.evaluate(() => {
+    window.__chipLog = [];
+    const list = document.querySelector('[data-testid=tool-chips]');
+    new MutationObserver(() => {
+      for (const c of list.querySelectorAll('.chip')) {
+        const entry = `${c.dataset.toolId}:${c.dataset.status}`;
+        if (window.__chipLog.at(-1) !== entry) window.__chipLog.push(entry);
+      }
+    }).observe(list, { childList: true, subtree: true, characterData: true, attributes: true });
+  });
+}
+
+/** The tool chip went running, then completed (and never error). */
+async function chipRanAndCompleted(page) {
+  await page.waitForFunction(() => document.querySelector('[data-testid=tool-chips] .chip')?.textContent === 'get_time · completed');
+  const log = await page.evaluate(() => window.__chipLog);
+  const statuses = log.map((e) => e.split(':').at(-1));
+  assert.ok(statuses.indexOf('running') >= 0 && statuses.indexOf('running') < statuses.indexOf('completed'), `chip states ${log}`);
+  assert.ok(!statuses.includes('error'), `chip states ${log}`);
+}
 
 async function openPage() {
   const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
@@ -101,12 +150,12 @@ test('the character is drawn', async () => {
 test('a turn: streamed subtitles, tool chip, expression, mouth, transcript, latency', async () => {
   const { page, problems } = await openPage();
   assert.equal(await page.evaluate(() => window.__tomo.expression()), null);
+  await watchChips(page);
   await page.fill('[data-testid=input]', 'what time is it?');
   await page.click('[data-testid=send]');
 
   // The tool chip shows running, then completed.
-  await page.waitForFunction(() => document.querySelector('[data-testid=tool-chips] .chip')?.textContent === 'get_time · running');
-  await page.waitForFunction(() => document.querySelector('[data-testid=tool-chips] .chip')?.textContent === 'get_time · completed');
+  await chipRanAndCompleted(page);
 
   // Streamed text shows in the live line before the sentence is committed, without the [emotion] tag.
   await page.waitForFunction(() => document.querySelector('[data-testid=subtitle-live]')?.textContent?.includes('Hmm,'));
@@ -119,14 +168,17 @@ test('a turn: streamed subtitles, tool chip, expression, mouth, transcript, late
   await page.waitForFunction((s) => document.querySelector('[data-testid=subtitle-committed]')?.textContent?.includes(s), SENTENCES[0]);
   await page.waitForFunction(() => window.__tomo.expression() === 'f02');
 
-  // The mouth parameter follows the envelope while the audio plays: it both opens and closes.
-  await page.waitForFunction(() => {
-    const vs = window.__tomo.mouthTrace().map((p) => p.v);
-    return vs.length > 10 && Math.max(...vs) > 0.6 && Math.min(...vs) < 0.2;
-  });
+  // The mouth parameter follows the envelope while the audio plays: it both opens and closes. Skipped against
+  // `tomo serve --text`: text mode emits no `audio_started`, so there is no envelope to follow.
+  if (!REAL) {
+    await page.waitForFunction(() => {
+      const vs = window.__tomo.mouthTrace().map((p) => p.v);
+      return vs.length > 10 && Math.max(...vs) > 0.6 && Math.min(...vs) < 0.2;
+    });
+  }
   await page.screenshot({ path: join(artifacts, 'speaking.png') });
 
-  // The second sentence's audio carries [joy] -> f01.
+  // The second sentence carries [joy] -> f01 (with its audio in voice mode, on arrival in text mode).
   await page.waitForFunction(() => window.__tomo.expression() === 'f01', null, { timeout: 15000 });
   await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.dataset.state === 'idle', null, { timeout: 15000 });
   const transcript = await page.evaluate(() => window.__tomo.transcript());
@@ -135,16 +187,30 @@ test('a turn: streamed subtitles, tool chip, expression, mouth, transcript, late
     ['user', 'what time is it?'],
     ['assistant', SENTENCES.join(' ')],
   ]);
-  assert.match(await page.textContent('[data-testid=latency]'), /first token 420 ms/);
+  // The stub's scripted latency, or whatever the real session measured.
+  assert.match(await page.textContent('[data-testid=latency]'), REAL ? /first token \d+ ms/ : /first token 420 ms/);
+  if (llm) {
+    // The real session asked with the tools of the profile, then came back with the tool's result.
+    const [ask, followUp] = llm.requests.slice(-2);
+    assert.ok(ask.tools?.some((t) => t.function?.name === 'get_time'), `tools offered: ${JSON.stringify(ask.tools)}`);
+    assert.equal(ask.messages.at(-1).content, 'what time is it?');
+    assert.equal(followUp.messages.at(-1).role, 'tool');
+  }
   assert.deepEqual(problems, []);
   await page.close();
 });
 
 test('reconnect mid-turn: missed events arrive once', async () => {
   const { page } = await openPage();
+  const sockets = [];
+  page.on('websocket', (ws) => sockets.push(ws.url()));
   await page.fill('[data-testid=input]', 'again');
   await page.click('[data-testid=send]');
-  await page.waitForSelector('[data-testid=tool-chips] .chip[data-status=running]');
+  // Drop while the turn is still streaming: the stub's turn at its running tool chip, the real session once
+  // the first words are shown (the real tool is done at once, the stub LLM keeps streaming for ~2 s more).
+  if (REAL) await page.waitForFunction(() => document.querySelector('[data-testid=subtitle-live]')?.textContent?.includes('Hmm,'));
+  else await page.waitForSelector('[data-testid=tool-chips] .chip[data-status=running]');
+  const seqAtDrop = await page.evaluate(() => window.__tomo.lastSeq());
   await page.evaluate(() => window.__tomo.dropConnection());
   await page.waitForSelector('[data-testid=connection][data-status=reconnecting]');
   await page.waitForSelector('[data-testid=connection][data-status=open]');
@@ -152,19 +218,45 @@ test('reconnect mid-turn: missed events arrive once', async () => {
   const transcript = await page.evaluate(() => window.__tomo.transcript());
   const last = transcript.filter((m) => m.role !== 'system').slice(-2);
   assert.deepEqual(last.map((m) => [m.role, m.text]), [['user', 'again'], ['assistant', SENTENCES.join(' ')]]);
-  if (stub) {
-    assert.ok(stub.connections.some((u) => /last_seq=\d+/.test(u)), `no reconnect with last_seq: ${stub.connections}`);
-    assert.equal(await page.evaluate(() => window.__tomo.lastSeq()), stub.events.at(-1).seq);
+  assert.ok(sockets.some((u) => new URL(u).searchParams.get('last_seq') === String(seqAtDrop)), `reconnect URLs ${sockets} (dropped at ${seqAtDrop})`);
+  // Every event applied exactly once, none missing: the page applied seq 1, 2, ... up to the server's latest.
+  const applied = await page.evaluate(() => window.__tomo.appliedSeqs());
+  assert.deepEqual(applied, applied.map((_, i) => i + 1), `applied seqs ${applied}`);
+  assert.equal(await page.evaluate(() => window.__tomo.gaps()), 0);
+  let latest = null;
+  if (stub) latest = stub.events.at(-1).seq;
+  if (real) latest = (await (await fetch(new URL('health', real.url))).json()).latest_seq;
+  if (latest !== null) {
+    assert.ok(latest > seqAtDrop, 'the turn went on after the drop');
+    assert.equal(applied.at(-1), latest);
   }
   await page.close();
 });
 
 test('character switch and readable errors', async () => {
-  const { page } = await openPage();
-  await page.selectOption('[data-testid=profile-select]', 'profiles/kuro.toml');
+  const { page, problems } = await openPage();
+  // By label: the stub lists `profiles/kuro.toml`, the real server the file name inside its profiles dir.
+  await page.selectOption('[data-testid=profile-select]', { label: 'Kuro' });
   await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.textContent?.startsWith('Kuro'));
-  await page.selectOption('[data-testid=profile-select]', 'profiles/hana.toml');
+  await page.screenshot({ path: join(artifacts, 'switch-kuro.png') });
+  await page.selectOption('[data-testid=profile-select]', { label: 'Hana' });
   await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.textContent?.startsWith('Hana'));
+  if (real) {
+    // The real server refuses a file outside its profiles directory with an error frame, shown as a notice.
+    await page.evaluate(() => {
+      const sel = document.querySelector('[data-testid=profile-select]');
+      const o = document.createElement('option');
+      o.value = '../../../Cargo.toml'; // the repository's Cargo.toml: exists, but outside the directory
+      o.textContent = 'Escape';
+      sel.append(o);
+    });
+    await page.selectOption('[data-testid=profile-select]', '../../../Cargo.toml');
+    await page.waitForSelector('[data-testid=notice]');
+    assert.match(await page.textContent('[data-testid=notice]'), /The server refused that: profile `\.\.\/\.\.\/\.\.\/Cargo\.toml` is not a \.toml file inside the profiles directory/);
+    // The switcher goes back to the character actually running.
+    assert.equal(await page.$eval('[data-testid=profile-select]', (s) => s.selectedOptions[0]?.textContent), 'Hana');
+    assert.deepEqual(problems, []);
+  }
   if (stub) {
     assert.deepEqual(stub.ops.filter((o) => o.type === 'switch_profile').map((o) => o.path), ['profiles/kuro.toml', 'profiles/hana.toml']);
     // A profile the server refuses comes back as an `error` event, shown as a notice.

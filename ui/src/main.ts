@@ -1,6 +1,7 @@
 // Wires the pieces: socket events -> reducer -> DOM, and -> director -> Live2D character.
 import './style.css';
 import { Connection } from './connection';
+import { controlNotice } from './control';
 import { Director } from './director';
 import { Character } from './live2d';
 import { fetchProfiles, findByCharacter, modelUrl, type ProfileInfo } from './profiles';
@@ -91,7 +92,11 @@ async function showModel(url: string): Promise<void> {
 // Commands run in event order; an expression load must not overtake a later reset.
 let characterQueue: Promise<void> = Promise.resolve();
 
+// Every applied seq, for the e2e check that a reconnect delivers each missed event exactly once.
+const appliedSeqs: number[] = [];
+
 function onEvent(ev: EventEnvelope): void {
+  if (appliedSeqs.length < 100_000) appliedSeqs.push(ev.seq);
   state = reduce(state, ev);
   ui.render(state);
   if (ev.type === 'session_ready') {
@@ -115,8 +120,10 @@ const conn = new Connection({
   onEvent,
   onStatus: (s) => ui.setStatus(s),
   onControl: (frame) => {
-    const msg = typeof frame.message === 'string' ? frame.message : JSON.stringify(frame);
-    notify('warning', `Server: ${frame.type.replace(/_/g, ' ')}: ${msg}`);
+    const notice = controlNotice(frame);
+    notify(notice.level, notice.text);
+    // A refused switch_profile would leave the switcher showing a character that never loaded.
+    if (frame.type === 'error') ui.setProfiles(profiles, state.character);
   },
 });
 
@@ -145,6 +152,8 @@ Object.assign(window, {
     bounds: () => character.bounds(),
     lastSeq: () => conn.seq.lastSeq,
     duplicates: () => conn.seq.duplicates,
+    gaps: () => conn.seq.gaps,
+    appliedSeqs: () => appliedSeqs.slice(),
     transcript: () => state.transcript.map((m) => ({ ...m })),
     dropConnection: () => conn.dropForTest(),
   },
