@@ -14,7 +14,8 @@ use tomo_core::sink::TextSink;
 use tomo_testkit::{ScriptedResponse, ScriptedServer, script};
 
 use support::session::{
-    Call, PacedSink, RecordingHook, collect_until, environment, is_idle, say, start, write_profile,
+    Call, PacedSink, RecordingHook, collect_until, environment, is_idle, say, start, text_session,
+    write_profile,
 };
 
 fn content(message: &Value) -> &str {
@@ -160,14 +161,7 @@ async fn events_are_sequenced_and_state_walks_idle_thinking_speaking_idle() {
     let server = ScriptedServer::start(vec![script::text_reply("One. Two. Three.")])
         .await
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let (session, mut events) = start(
-        &profile,
-        environment(dir.path(), vec![]),
-        Arc::new(TextSink),
-    )
-    .await;
+    let (_dir, session, mut events) = text_session(&server).await;
     say(&session, "count").await;
     let seen = collect_until(&mut events, is_idle).await;
     let seqs: Vec<u64> = seen.iter().map(|e| e.seq).collect();
@@ -214,14 +208,7 @@ async fn interrupt_aborts_the_turn_and_history_keeps_the_partial_answer() {
     ])
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let (session, mut events) = start(
-        &profile,
-        environment(dir.path(), vec![]),
-        Arc::new(TextSink),
-    )
-    .await;
+    let (dir, session, mut events) = text_session(&server).await;
     say(&session, "story please").await;
     collect_until(&mut events, |e| matches!(e, Event::TextDelta { .. })).await;
     session.send(Op::Interrupt).await.unwrap();
@@ -267,14 +254,7 @@ async fn a_new_user_message_wins_over_the_turn_in_flight() {
     ])
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let (session, mut events) = start(
-        &profile,
-        environment(dir.path(), vec![]),
-        Arc::new(TextSink),
-    )
-    .await;
+    let (_dir, session, mut events) = text_session(&server).await;
     say(&session, "first").await;
     // Wait until the slow answer is really in flight (responses are served in arrival order).
     server
@@ -301,14 +281,7 @@ async fn an_llm_error_is_recoverable_and_the_next_turn_works() {
     ])
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let (session, mut events) = start(
-        &profile,
-        environment(dir.path(), vec![]),
-        Arc::new(TextSink),
-    )
-    .await;
+    let (_dir, session, mut events) = text_session(&server).await;
     say(&session, "one").await;
     let seen = collect_until(&mut events, is_idle).await;
     assert!(seen.iter().any(|e| matches!(&e.event,

@@ -241,3 +241,23 @@ pub async fn say(session: &SessionHandle, text: &str) {
         .await
         .unwrap();
 }
+
+/// Hana in text mode against `server`, with her data in a fresh temp dir (returned: it must outlive the
+/// session).
+pub async fn text_session(
+    server: &tomo_testkit::ScriptedServer,
+) -> (
+    tempfile::TempDir,
+    SessionHandle,
+    mpsc::UnboundedReceiver<EventEnvelope>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
+    let (session, events) = start(
+        &profile,
+        environment(dir.path(), vec![]),
+        Arc::new(tomo_core::sink::TextSink),
+    )
+    .await;
+    (dir, session, events)
+}
