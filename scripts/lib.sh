@@ -7,9 +7,10 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 # Debian packages the build needs. Installed only when missing (apt-get is slow even when it has nothing to do).
 # cmake/clang: whisper.cpp (whisper-rs); libasound2-dev: cpal; espeak-ng: Piper phonemes and a fallback
-# voice; flite: fallback voice; pulseaudio + alsa plugins: a real (null) sound device for tests; sox: test audio.
+# voice; flite: fallback voice; pulseaudio + alsa plugins: a real (null) sound device for tests; sox: test audio;
+# chromium: the web UI's end-to-end tests (driven by playwright-core, which downloads no browser).
 TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 python3-venv cmake clang libclang-dev
-    libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox)
+    libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox chromium)
 
 tomo_install_system_packages() {
     local missing=()

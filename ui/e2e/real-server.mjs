@@ -1,4 +1,5 @@
-// Starts the real backend for `npm run e2e:real`: `tomo serve --text` on a free port, the built UI, the test
+// Starts the real backend for `npm run e2e:real`: `tomo serve` on a free port (text only unless
+// TOMO_E2E_VOICE=1, which speaks through the machine's default sound device, e.g. scripts/pulse-null.sh), the built UI, the test
 // profiles of fixtures/, the LLM stub of llm-stub.mjs, and a throwaway data directory (history must not leak
 // between runs or into the user's own). The binary is TOMO_BIN, else the cargo target dir's debug build.
 import { spawn } from 'node:child_process';
@@ -12,7 +13,7 @@ export function tomoBinary(repoRoot) {
   return join(target, 'debug', 'tomo');
 }
 
-export async function startReal({ repoRoot, distDir, fixturesDir, llmBaseUrl }) {
+export async function startReal({ repoRoot, distDir, fixturesDir, llmBaseUrl, voice = false }) {
   const bin = tomoBinary(repoRoot);
   if (!existsSync(bin)) {
     throw new Error(`no tomo binary at ${bin}: run \`cargo build -p tomo-cli\` or set TOMO_BIN`);
@@ -22,7 +23,7 @@ export async function startReal({ repoRoot, distDir, fixturesDir, llmBaseUrl }) 
   // A key or token from the developer's shell would change what the server demands or sends.
   for (const k of ['TOMO_LLM_API_KEY', 'TOMO_SERVER_TOKEN', 'TOMO_LLM_MODEL']) delete env[k];
   const args = [
-    'serve', '--text', '--port', '0',
+    'serve', ...(voice ? [] : ['--text']), '--port', '0',
     '--profile', join(fixturesDir, 'hana.toml'), '--profiles-dir', fixturesDir, '--ui-dir', distDir,
   ];
   const child = spawn(bin, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -2,7 +2,8 @@
 // server speaking the session protocol. Three modes:
 // - default: the Node stub in stub-server.mjs (scripted events, including voice-mode `audio_started`);
 // - TOMO_E2E_REAL=1 (`npm run e2e:real`): the real `tomo serve --text` (real-server.mjs) driven by the
-//   scripted OpenAI-compatible LLM of llm-stub.mjs; text mode emits no audio, so the lip-sync check is skipped;
+//   scripted OpenAI-compatible LLM of llm-stub.mjs; text mode emits no audio, so the lip-sync check needs
+//   TOMO_E2E_VOICE=1 as well (real Piper speech played on the default sound device, its real envelopes);
 // - TOMO_UI_SERVER=http://...: an already running server (with a scripted LLM giving script.mjs's reply).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +23,7 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const BG = [0xf4, 0xf1, 0xec]; // --bg in style.css
 
 const REAL = process.env.TOMO_E2E_REAL === '1';
+const VOICE = REAL && process.env.TOMO_E2E_VOICE === '1';
 let stub = null;
 let llm = null;
 let real = null;
@@ -37,6 +39,7 @@ before(async () => {
       distDir: join(here, '..', 'dist'),
       fixturesDir: join(here, 'fixtures'),
       llmBaseUrl: llm.baseUrl,
+      voice: VOICE,
     });
     base = real.url;
   } else if (process.env.TOMO_UI_SERVER) {
@@ -170,7 +173,7 @@ test('a turn: streamed subtitles, tool chip, expression, mouth, transcript, late
 
   // The mouth parameter follows the envelope while the audio plays: it both opens and closes. Skipped against
   // `tomo serve --text`: text mode emits no `audio_started`, so there is no envelope to follow.
-  if (!REAL) {
+  if (!REAL || VOICE) {
     await page.waitForFunction(() => {
       const vs = window.__tomo.mouthTrace().map((p) => p.v);
       return vs.length > 10 && Math.max(...vs) > 0.6 && Math.min(...vs) < 0.2;

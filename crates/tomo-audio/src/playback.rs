@@ -281,6 +281,43 @@ struct Worker {
     latency: Duration,
     /// Last time the device pulled a clip's first or last sample (or the queue was idle).
     last_progress: Instant,
+    glitches: GlitchLog,
+}
+
+/// ALSA-on-PulseAudio can report the same transient error thousands of times a second while audio keeps
+/// playing; one warning per burst (with a count) keeps the log readable without hiding that it happens.
+struct GlitchLog {
+    window_start: Option<Instant>,
+    suppressed: u64,
+}
+
+impl GlitchLog {
+    const WINDOW: Duration = Duration::from_secs(10);
+
+    fn new() -> Self {
+        Self {
+            window_start: None,
+            suppressed: 0,
+        }
+    }
+
+    /// True when this glitch should be logged; `suppressed()` then tells how many were not since the last.
+    fn admit(&mut self, now: Instant) -> bool {
+        match self.window_start {
+            Some(start) if now.duration_since(start) < Self::WINDOW => {
+                self.suppressed += 1;
+                false
+            }
+            _ => {
+                self.window_start = Some(now);
+                true
+            }
+        }
+    }
+
+    fn take_suppressed(&mut self) -> u64 {
+        std::mem::take(&mut self.suppressed)
+    }
 }
 
 impl Worker {
@@ -301,6 +338,7 @@ impl Worker {
             queue: VecDeque::new(),
             latency,
             last_progress: Instant::now(),
+            glitches: GlitchLog::new(),
         }
     }
 
@@ -358,8 +396,9 @@ impl Worker {
             Msg::DeviceError { fatal, message } => {
                 if fatal {
                     self.device_error(message);
-                } else {
-                    tracing::warn!(error = %message, "audio output glitch");
+                } else if self.glitches.admit(Instant::now()) {
+                    let similar_since_last = self.glitches.take_suppressed();
+                    tracing::warn!(error = %message, similar_since_last, "audio output glitch");
                 }
             }
             Msg::Shutdown => {}
@@ -512,5 +551,24 @@ impl Source for TrackedClip {
     }
     fn total_duration(&self) -> Option<Duration> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glitch_bursts_are_logged_once_per_window_with_a_count() {
+        let mut log = GlitchLog::new();
+        let t0 = Instant::now();
+        assert!(log.admit(t0));
+        assert_eq!(log.take_suppressed(), 0);
+        for ms in 1..=500 {
+            assert!(!log.admit(t0 + Duration::from_millis(ms)));
+        }
+        assert!(log.admit(t0 + GlitchLog::WINDOW + Duration::from_millis(1)));
+        assert_eq!(log.take_suppressed(), 500);
+        assert!(!log.admit(t0 + GlitchLog::WINDOW + Duration::from_millis(2)));
     }
 }
