@@ -146,6 +146,12 @@ test('the character is drawn', async () => {
   // Outside the model box (the left strip of the stage) stays background: the canvas is transparent.
   const left = countDrawn(PNG.sync.read(shot), { x: 5, y: 120, width: Math.max(1, box.x - 10), height: 200 });
   assert.ok(left.drawn < 0.02 * left.total, `background drawn over: ${left.drawn}/${left.total}`);
+  // Nothing sticks out sideways, down to a narrow window (the composer's input used to push Stop out).
+  for (const width of [1200, 900, 700]) {
+    await page.setViewportSize({ width, height: 800 });
+    const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+    assert.ok(scroll <= inner, `horizontal scrollbar at ${width} px: content is ${scroll} px wide`);
+  }
   assert.deepEqual(problems, []);
   await page.close();
 });
