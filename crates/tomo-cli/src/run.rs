@@ -66,11 +66,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
 
     let sink: Arc<dyn OutputSink> = match RodioOutput::open(profile.tts.output_device.as_deref()) {
-        Ok(output) => Arc::new(VoiceSink::new(
-            voice::tts(&profile, &store)?,
-            Arc::new(output),
-            args.tts_workers,
-        )),
+        Ok(output) => Arc::new(
+            VoiceSink::new(
+                voice::tts(&profile, &store)?,
+                Arc::new(output),
+                args.tts_workers,
+            )
+            .with_voices(voice::voice_builder(&store)),
+        ),
         Err(error) => {
             eprintln!("! no speakers ({error}); answers are shown as text only");
             Arc::new(TextSink)

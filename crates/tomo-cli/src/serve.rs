@@ -135,11 +135,13 @@ fn folder_of(profile: &Path) -> PathBuf {
 fn voice_sink(profile: &Profile, workers: usize) -> Arc<dyn OutputSink> {
     let voiced = ModelStore::from_env()
         .map_err(anyhow::Error::from)
-        .and_then(|store| voice::tts(profile, &store))
-        .and_then(|tts| {
+        .and_then(|store| Ok((voice::tts(profile, &store)?, store)))
+        .and_then(|(tts, store)| {
             let output =
                 RodioOutput::open(profile.tts.output_device.as_deref()).context("no speakers")?;
-            Ok(Arc::new(VoiceSink::new(tts, Arc::new(output), workers)) as Arc<dyn OutputSink>)
+            let sink = VoiceSink::new(tts, Arc::new(output), workers)
+                .with_voices(voice::voice_builder(&store));
+            Ok(Arc::new(sink) as Arc<dyn OutputSink>)
         });
     match voiced {
         Ok(sink) => sink,

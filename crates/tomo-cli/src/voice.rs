@@ -12,6 +12,7 @@ use tomo_speech::asr::whisper::WhisperAsr;
 use tomo_speech::asr::{SpeechToText, Transcript};
 use tomo_speech::models::{ModelStatus, ModelStore};
 use tomo_speech::tts::{self, TextToSpeech};
+use tomo_speech::voice_sink::VoiceBuilder;
 
 pub const VAD_MODEL: &str = "silero-vad";
 pub const RUNTIME: &str = "onnxruntime";
@@ -102,6 +103,12 @@ pub fn tts(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn Text
         &store.root,
     )?;
     Ok(Arc::from(voice))
+}
+
+/// How a voice sink builds the next character's voice on a character switch.
+pub fn voice_builder(store: &ModelStore) -> VoiceBuilder {
+    let store = store.clone();
+    Arc::new(move |profile: &Profile| tts(profile, &store).map_err(|error| format!("{error:#}")))
 }
 
 /// Runs ASR off the async runtime and measures it.

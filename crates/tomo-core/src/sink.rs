@@ -8,6 +8,7 @@
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
+use crate::profile::Profile;
 use crate::protocol::{Event, Sentence, TurnId};
 
 /// Lets a sink report what it does (e.g. `audio_started`) through the session, which sequences the events.
@@ -31,6 +32,9 @@ pub enum SinkError {
     Unavailable(String),
     #[error("output interrupted")]
     Interrupted,
+    /// The new character's voice could not be set up; the sink keeps the voice it had.
+    #[error("voice unavailable: {0}")]
+    Voice(String),
 }
 
 pub trait OutputSink: Send + Sync {
@@ -46,6 +50,12 @@ pub trait OutputSink: Send + Sync {
 
     /// Stop output now and drop everything queued.
     fn interrupt(&self);
+
+    /// The session switched character: speak with `profile`'s voice from the next sentence on. Called
+    /// between turns. Sinks without a voice ignore it; on error the previous voice stays.
+    fn switch_voice(&self, _profile: &Profile) -> BoxFuture<'static, Result<(), SinkError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Text mode: a sentence is delivered the moment the session emits it, so the sink is drained at once.

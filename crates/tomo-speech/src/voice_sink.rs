@@ -8,13 +8,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use futures::future::BoxFuture;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tomo_audio::Audio;
 use tomo_audio::output::{AudioOutput, Clip};
+use tomo_core::profile::Profile;
 use tomo_core::protocol::{Action, Event, Sentence, TurnId};
 use tomo_core::sink::{OutputSink, SinkError, SinkEvents};
 
@@ -57,8 +58,14 @@ impl Shared {
     }
 }
 
+/// Builds a character's voice when the session switches character (see [`VoiceSink::with_voices`]).
+pub type VoiceBuilder =
+    Arc<dyn Fn(&Profile) -> Result<Arc<dyn TextToSpeech>, String> + Send + Sync>;
+
 pub struct VoiceSink {
-    tts: Arc<dyn TextToSpeech>,
+    /// Swapped on a character switch; each sentence takes the voice current when it is enqueued.
+    tts: Arc<RwLock<Arc<dyn TextToSpeech>>>,
+    voices: Option<VoiceBuilder>,
     output: Arc<dyn AudioOutput>,
     workers: Arc<Semaphore>,
     jobs: mpsc::UnboundedSender<Job>,
@@ -78,7 +85,8 @@ impl VoiceSink {
         let (jobs, queue) = mpsc::unbounded_channel();
         tokio::spawn(sequence(queue, Arc::clone(&output), Arc::clone(&shared)));
         Self {
-            tts,
+            tts: Arc::new(RwLock::new(tts)),
+            voices: None,
             output,
             workers: Arc::new(Semaphore::new(workers.max(1))),
             jobs,
@@ -91,8 +99,24 @@ impl VoiceSink {
         self.shared.first_audio.lock().ok()?.get(&turn).copied()
     }
 
-    pub fn tts_name(&self) -> &str {
-        self.tts.name()
+    /// Lets a character switch change the voice: `build` makes the new character's voice from its profile.
+    /// Without it, every character speaks with the voice the sink was made with.
+    #[must_use]
+    pub fn with_voices(mut self, build: VoiceBuilder) -> Self {
+        self.voices = Some(build);
+        self
+    }
+
+    pub fn tts_name(&self) -> String {
+        self.current_tts().name().to_owned()
+    }
+
+    fn current_tts(&self) -> Arc<dyn TextToSpeech> {
+        // A poisoned lock only means a panic elsewhere while swapping; the voice inside is still whole.
+        match self.tts.read() {
+            Ok(tts) => Arc::clone(&tts),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
     }
 }
 
@@ -108,7 +132,7 @@ impl OutputSink for VoiceSink {
             return Ok(()); // display-only sentence: nothing to say
         };
         let (tx, rx) = oneshot::channel();
-        let tts = Arc::clone(&self.tts);
+        let tts = self.current_tts();
         let workers = Arc::clone(&self.workers);
         tokio::spawn(async move {
             let Ok(_permit) = workers.acquire_owned().await else {
@@ -159,6 +183,27 @@ impl OutputSink for VoiceSink {
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
         self.output.stop();
         self.shared.interrupted.notify_waiters();
+    }
+
+    fn switch_voice(&self, profile: &Profile) -> BoxFuture<'static, Result<(), SinkError>> {
+        let Some(build) = self.voices.clone() else {
+            return Box::pin(async { Ok(()) });
+        };
+        let slot = Arc::clone(&self.tts);
+        let profile = profile.clone();
+        Box::pin(async move {
+            // Loading a neural voice reads a model file: off the async threads.
+            let built = tokio::task::spawn_blocking(move || build(&profile))
+                .await
+                .map_err(|join| SinkError::Voice(format!("loading the voice crashed: {join}")))?;
+            let tts = built.map_err(SinkError::Voice)?;
+            tracing::info!(voice = tts.name(), "voice switched");
+            match slot.write() {
+                Ok(mut current) => *current = tts,
+                Err(poisoned) => *poisoned.into_inner() = tts,
+            }
+            Ok(())
+        })
     }
 }
 

@@ -239,6 +239,94 @@ async fn interrupt_drops_queued_sentences_and_reports_interrupted() {
     sink.finish_turn(4).await.unwrap();
 }
 
+/// Records which voice spoke which text.
+struct NamedTts {
+    name: String,
+    spoken: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl TextToSpeech for NamedTts {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn synthesize(&self, text: &str) -> Result<Audio, TtsError> {
+        self.spoken
+            .lock()
+            .unwrap()
+            .push((self.name.clone(), text.to_owned()));
+        Ok(Audio::new(vec![0.1; 400], 8000))
+    }
+}
+
+fn profile_with_voice(voice: &str) -> tomo_core::profile::Profile {
+    let text = format!(
+        "[character]\nname = \"T\"\nagent_id = \"t\"\npersona = \"p\"\n\
+         [llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n[tts]\nvoice = \"{voice}\"\n"
+    );
+    tomo_core::profile::parse_profile(&text, std::path::Path::new("t.toml"))
+        .unwrap()
+        .profile
+}
+
+#[tokio::test]
+async fn a_character_switch_changes_the_voice_of_the_next_sentences_and_a_broken_voice_keeps_the_old()
+ {
+    let spoken: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let first = NamedTts {
+        name: "first".into(),
+        spoken: Arc::clone(&spoken),
+    };
+    let log = Arc::clone(&spoken);
+    let build: super::VoiceBuilder = Arc::new(move |profile| {
+        if profile.tts.voice == "missing" {
+            return Err("voice `missing` is not installed".to_owned());
+        }
+        Ok(Arc::new(NamedTts {
+            name: profile.tts.voice.clone(),
+            spoken: Arc::clone(&log),
+        }) as Arc<dyn TextToSpeech>)
+    });
+    let sink = VoiceSink::new(Arc::new(first), TimedOutput::new(), 2).with_voices(build);
+
+    sink.enqueue(1, sentence(0, "hello")).unwrap();
+    sink.finish_turn(1).await.unwrap();
+    sink.switch_voice(&profile_with_voice("second"))
+        .await
+        .unwrap();
+    assert_eq!(sink.tts_name(), "second");
+    sink.enqueue(2, sentence(0, "hi again")).unwrap();
+    sink.finish_turn(2).await.unwrap();
+
+    let refused = sink.switch_voice(&profile_with_voice("missing")).await;
+    assert!(
+        matches!(&refused, Err(SinkError::Voice(m)) if m.contains("missing")),
+        "{refused:?}"
+    );
+    sink.enqueue(3, sentence(0, "still me")).unwrap();
+    sink.finish_turn(3).await.unwrap();
+
+    let said = spoken.lock().unwrap().clone();
+    let pairs: Vec<(&str, &str)> = said.iter().map(|(v, t)| (v.as_str(), t.as_str())).collect();
+    assert_eq!(
+        pairs,
+        [
+            ("first", "hello"),
+            ("second", "hi again"),
+            ("second", "still me")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn without_a_voice_builder_a_switch_keeps_the_voice() {
+    let sink = VoiceSink::new(Arc::new(ScriptedTts), TimedOutput::new(), 1);
+    sink.switch_voice(&profile_with_voice("other"))
+        .await
+        .unwrap();
+    assert_eq!(sink.tts_name(), "scripted");
+}
+
 #[test]
 fn envelope_is_normalised_rms_per_frame() {
     let rate = 1000;

@@ -307,6 +307,15 @@ impl Coordinator {
         self.stop_current_turn().await;
         match Character::load(loaded.profile, &self.env).await {
             Ok((character, problems)) => {
+                // Before the next turn can start: the character speaks with its own voice from its first
+                // sentence on (a voice that cannot load leaves the old one and says so).
+                if let Err(error) = self.sink.switch_voice(&character.profile).await {
+                    self.emit(Event::Error {
+                        code: ErrorCode::Output,
+                        message: format!("{}: {error}; keeping the previous voice", path.display()),
+                        recoverable: true,
+                    });
+                }
                 self.character = Arc::new(character);
                 self.announce(problems);
             }
