@@ -1,14 +1,18 @@
 //! `tomo memory`: see and delete what a character remembers (the embedded `sqlite` backend; memories of
-//! an external service are managed by that service).
+//! an external service are managed by that service). The memory plugin's effective config (its manifest's
+//! defaults plus the profile's `[plugins.memory]` overrides) says where they are.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use tomo_core::profile::load_profile;
+use tomo_core::plugins::manifest::{effective_config, load_manifest};
+use tomo_core::profile::{Profile, load_profile};
 use tomo_core::session::default_data_root;
-use tomo_memory::{Fact, MemoryStore, database_path};
+use tomo_memory::{Backend, Fact, MemoryConfig, MemoryStore, database_path};
+
+use crate::paths::plugins_dir_for;
 
 #[derive(Debug, Args)]
 pub struct MemoryArgs {
@@ -18,6 +22,9 @@ pub struct MemoryArgs {
     /// Data root holding `memory.sqlite` (default: the platform data dir).
     #[arg(long, env = "TOMO_DATA_DIR", global = true)]
     pub data_dir: Option<PathBuf>,
+    /// Plugin manifests folder (default: `plugins/` next to the profile's folder, else ./plugins).
+    #[arg(long, env = "TOMO_PLUGINS_DIR", global = true)]
+    pub plugins_dir: Option<PathBuf>,
     #[command(subcommand)]
     pub command: MemoryCommand,
 }
@@ -56,9 +63,26 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    let config = memory_config(&profile, &profile_path, args.plugins_dir.as_deref())?;
     let agent = profile.character.agent_id;
-    let data_root = args.data_dir.unwrap_or_else(default_data_root);
-    let path = database_path(&data_root);
+    if config.backend == Backend::Http {
+        let space = Some(config.agent_id.as_str())
+            .filter(|a| !a.is_empty())
+            .unwrap_or(&agent);
+        eprintln!(
+            "{}: {agent}'s memories live in the memory service at {} (user {:?}, space {space:?}); \
+             manage them there",
+            profile_path.display(),
+            config.base_url,
+            config.user_id
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let path = if config.database.is_empty() {
+        database_path(&args.data_dir.unwrap_or_else(default_data_root))
+    } else {
+        PathBuf::from(&config.database)
+    };
     if !path.exists() {
         println!(
             "{agent} remembers nothing yet ({} does not exist)",
@@ -87,6 +111,34 @@ pub fn run(args: MemoryArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The memory plugin's settings for this character, as a session would use them.
+fn memory_config(
+    profile: &Profile,
+    profile_path: &Path,
+    plugins_dir: Option<&Path>,
+) -> anyhow::Result<MemoryConfig> {
+    let manifest_path = plugins_dir_for(profile_path, plugins_dir)
+        .join("memory")
+        .join("plugin.toml");
+    let overrides = profile.plugins.overrides.get("memory");
+    let table = match load_manifest(&manifest_path) {
+        Ok(manifest) => {
+            let (table, diagnostics) = effective_config(&manifest, overrides);
+            for diagnostic in diagnostics {
+                eprintln!("{}: {diagnostic}", profile_path.display());
+            }
+            table
+        }
+        // Without the manifest the profile's overrides still say where the memories are.
+        Err(error) => {
+            tracing::debug!(%error, "memory manifest not found; using its built-in defaults");
+            overrides.cloned().unwrap_or_default()
+        }
+    };
+    MemoryConfig::from_table(&table)
+        .with_context(|| format!("{}: [plugins.memory]", profile_path.display()))
 }
 
 fn print_facts(facts: &[Fact]) {

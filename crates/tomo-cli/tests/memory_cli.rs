@@ -105,3 +105,68 @@ fn list_search_and_forget() {
     let (_, out) = tomo(dir.path(), &profile(dir.path(), "kuro"), &["list"]);
     assert!(out.contains("Ken"), "{out}");
 }
+
+/// The profile's `[plugins.memory]` says where the memories are: a custom database file, or a service.
+#[test]
+fn follows_the_profiles_memory_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let custom = dir.path().join("elsewhere").join("hana-memories.sqlite");
+    std::fs::create_dir_all(custom.parent().unwrap()).unwrap();
+    let store = MemoryStore::open(&custom).unwrap();
+    store
+        .add(
+            "hana",
+            &[fact("The user plays the cello.", None)],
+            Some(1),
+            Utc::now(),
+        )
+        .unwrap();
+    drop(store);
+    let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins");
+    let run = |profile: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tomo"))
+            .args(["memory", "list", "--profile"])
+            .arg(profile)
+            .arg("--data-dir")
+            .arg(dir.path())
+            .arg("--plugins-dir")
+            .arg(&plugins)
+            .env_remove("TOMO_DATA_DIR")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+
+    let sqlite = dir.path().join("custom.toml");
+    std::fs::write(
+        &sqlite,
+        format!(
+            "[character]\nname = \"Hana\"\nagent_id = \"hana\"\npersona = \"Test.\"\n\n[llm]\nmodel = \"m\"\n\n\
+             [plugins]\nenabled = [\"memory\"]\n\n[plugins.memory]\ndatabase = {:?}\n",
+            custom.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (code, out) = run(&sqlite);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("The user plays the cello."), "{out}");
+
+    let http = dir.path().join("remote.toml");
+    std::fs::write(
+        &http,
+        "[character]\nname = \"Hana\"\nagent_id = \"hana\"\npersona = \"Test.\"\n\n[llm]\nmodel = \"m\"\n\n\
+         [plugins]\nenabled = [\"memory\"]\n\n[plugins.memory]\nbackend = \"http\"\nbase_url = \"http://127.0.0.1:9/mem\"\n",
+    )
+    .unwrap();
+    let (code, out) = run(&http);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("memory service at http://127.0.0.1:9/mem"),
+        "{out}"
+    );
+    assert!(!out.contains("cello"), "{out}");
+}
