@@ -238,6 +238,8 @@ fn watcher_reports_new_text_only_and_survives_the_window_going_away() {
     );
     let expected = "Hello from Tomo\nThe build finished without errors";
     assert!(common::cer(expected, &text) <= 0.05, "first read: {text:?}");
+    assert_eq!(text.lines().count(), 2, "one line per text line: {text:?}");
+    assert!(text.contains(' '), "words run together: {text:?}");
 
     // 2. Nothing changes: several forced whole-window reads, no observation.
     let forced_before = handle.stats().forced;
@@ -289,7 +291,22 @@ fn watcher_reports_new_text_only_and_survives_the_window_going_away() {
         "no Watching after the window came back: {log:?}"
     );
 
-    // 5. Minimised → waiting with that reason.
+    // 5. Retarget: to a title nobody has → waiting; to a regex matching ours → watching.
+    handle.retarget("no such window anywhere").unwrap();
+    let waiting = wait_for(
+        &rx,
+        Duration::from_secs(20),
+        &mut log,
+        |o| matches!(o, WatchOutput::Status(WatchStatus::WaitingForWindow { reason }) if reason.contains("no such window")),
+    );
+    assert!(waiting.is_some(), "retarget to a missing window: {log:?}");
+    handle.retarget("/^tomo vision test w.*$/").unwrap();
+    let watching = wait_for(&rx, Duration::from_secs(20), &mut log, |o| {
+        matches!(o, WatchOutput::Status(WatchStatus::Watching { .. }))
+    });
+    assert!(watching.is_some(), "retarget with a regex: {log:?}");
+
+    // 6. Minimised → waiting with that reason.
     let status = Command::new("xdotool")
         .args(["search", "--name", TITLE, "windowminimize"])
         .env("DISPLAY", &desktop.display)

@@ -90,6 +90,10 @@ pub struct PpOcr {
     rec: TextRecognizer,
     /// Lines whose mean character probability is below this are dropped (noise, icons).
     pub min_score: f32,
+    /// Each detected box grows by this fraction of its height on every side before recognition. The
+    /// detector's boxes hug the glyphs; the recogniser was trained on looser crops and, on tight ones,
+    /// drops the spaces between words ("HellofromTomo").
+    pub crop_margin: f32,
 }
 
 impl PpOcr {
@@ -108,6 +112,7 @@ impl PpOcr {
             det: TextDetector::new(&models.det, &environment, det)?,
             rec: TextRecognizer::new(&models.rec, &environment)?,
             min_score: 0.5,
+            crop_margin: 0.15,
         })
     }
 }
@@ -117,6 +122,14 @@ impl OcrEngine for PpOcr {
         let boxes = self.det.detect(image)?;
         let mut lines = Vec::with_capacity(boxes.len());
         for bbox in boxes {
+            let m = (bbox.height as f32 * self.crop_margin).round() as u32;
+            let bbox = Rect::new(
+                bbox.x.saturating_sub(m),
+                bbox.y.saturating_sub(m),
+                bbox.width + 2 * m,
+                bbox.height + 2 * m,
+            )
+            .clip(image.width(), image.height());
             let crop = image::imageops::crop_imm(image, bbox.x, bbox.y, bbox.width, bbox.height)
                 .to_image();
             let (text, score) = self.rec.recognize(&crop)?;
