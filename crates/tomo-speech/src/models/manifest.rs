@@ -47,6 +47,8 @@ pub enum ModelKind {
     Vad,
     TtsVoice,
     Runtime,
+    /// Screen-reading models (tomo-vision).
+    Ocr,
     Testdata,
 }
 
@@ -248,6 +250,7 @@ mod tests {
             "silero-vad",
             "piper-en-joe",
             "onnxruntime",
+            "ppocr-v4",
         ] {
             let model = manifest.get(name).unwrap();
             assert!(model.default, "{name} should be in the default set");

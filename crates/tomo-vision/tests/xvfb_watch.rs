@@ -1,0 +1,336 @@
+//! The watcher on a real X server: Xvfb + openbox, a real window (ImageMagick `display`) showing text
+//! rendered here. Changing the text = closing the window and opening a new one with the same title.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use tomo_vision::{ScreenWatcher, WatchConfig, WatchOutput, WatchStatus};
+
+const TITLE: &str = "Tomo Vision Test Window";
+
+struct Desktop {
+    xvfb: Child,
+    wm: Child,
+    display: String,
+}
+
+impl Drop for Desktop {
+    fn drop(&mut self) {
+        let _ = self.wm.kill();
+        let _ = self.xvfb.kill();
+        let _ = self.wm.wait();
+        let _ = self.xvfb.wait();
+    }
+}
+
+fn have(binary: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {binary}")])
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Xvfb on a free display number + openbox, and `DISPLAY` pointing at it for this process.
+fn start_desktop() -> Option<Desktop> {
+    for binary in ["Xvfb", "openbox", "xdotool", "xprop"] {
+        if !have(binary) {
+            common::skip_or_fail(&format!(
+                "`{binary}` is missing (Debian packages xvfb openbox xdotool x11-utils)"
+            ));
+            return None;
+        }
+    }
+    let n = (90..200)
+        .find(|n| !Path::new(&format!("/tmp/.X{n}-lock")).exists())
+        .expect("no free X display number");
+    let display = format!(":{n}");
+    let xvfb = Command::new("Xvfb")
+        .args([&display, "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn Xvfb");
+    let socket = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
+    let start = Instant::now();
+    while !socket.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "Xvfb did not start on {display}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: this test binary runs a single test, and DISPLAY is set before it starts any thread that
+    // reads the environment (xcap connects to the X server from the watcher's threads later).
+    unsafe {
+        std::env::set_var("DISPLAY", &display);
+    }
+    let wm = Command::new("openbox")
+        .env("DISPLAY", &display)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn openbox");
+    // openbox is up once it advertises itself on the root window (then it maintains _NET_CLIENT_LIST).
+    let start = Instant::now();
+    loop {
+        let out = Command::new("xprop")
+            .args(["-root", "_NET_SUPPORTING_WM_CHECK"])
+            .env("DISPLAY", &display)
+            .output()
+            .expect("run xprop");
+        if String::from_utf8_lossy(&out.stdout).contains("window id") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "openbox did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some(Desktop { xvfb, wm, display })
+}
+
+/// A window titled [`TITLE`] showing `image`.
+fn open_window(desktop: &Desktop, image: &Path) -> Child {
+    let child = Command::new("display")
+        .args(["-title", TITLE, "-geometry", "+40+40"])
+        .arg(image)
+        .env("DISPLAY", &desktop.display)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn ImageMagick display");
+    let start = Instant::now();
+    while !tomo_vision::list_windows()
+        .unwrap()
+        .iter()
+        .any(|w| w.title == TITLE)
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "window did not appear"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
+fn close_window(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn render(dir: &Path, name: &str, lines: &[&str]) -> PathBuf {
+    let font = PathBuf::from("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf");
+    let font = if font.is_file() {
+        font
+    } else {
+        common::cjk_font().unwrap()
+    };
+    let path = dir.join(name);
+    assert!(common::render_text(lines, &font, 20, &path));
+    path
+}
+
+/// Outputs until `done` says so (returns that output) or `timeout`; everything seen goes into `log`.
+fn wait_for(
+    rx: &Receiver<WatchOutput>,
+    timeout: Duration,
+    log: &mut Vec<WatchOutput>,
+    done: impl Fn(&WatchOutput) -> bool,
+) -> Option<WatchOutput> {
+    let deadline = Instant::now() + timeout;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(output) => {
+                eprintln!("{output:?}");
+                log.push(output.clone());
+                if done(&output) {
+                    return Some(output);
+                }
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+fn observation_text(output: &WatchOutput) -> Option<&str> {
+    match output {
+        WatchOutput::Observation(o) => Some(&o.text),
+        WatchOutput::Status(_) => None,
+    }
+}
+
+#[test]
+fn watcher_reports_new_text_only_and_survives_the_window_going_away() {
+    let Some(models) = common::ocr_models() else {
+        return;
+    };
+    if common::convert_binary().is_none() || !have("display") {
+        common::skip_or_fail(
+            "ImageMagick (`convert`, `display`) is missing (Debian package imagemagick)",
+        );
+        return;
+    }
+    let Some(desktop) = start_desktop() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let first = render(
+        dir.path(),
+        "first.png",
+        &["Hello from Tomo", "The build finished without errors"],
+    );
+    let second = render(
+        dir.path(),
+        "second.png",
+        &["Hello from Tomo", "Lunch is ready in the kitchen"],
+    );
+
+    let monitors = tomo_vision::list_monitors().unwrap();
+    assert!(
+        monitors.iter().any(|m| (m.width, m.height) == (1024, 768)),
+        "{monitors:?}"
+    );
+    let window = open_window(&desktop, &first);
+    let info = tomo_vision::list_windows()
+        .unwrap()
+        .into_iter()
+        .find(|w| w.title == TITLE)
+        .unwrap();
+    assert!(
+        !info.minimized && info.width > 100 && info.height > 40,
+        "{info:?}"
+    );
+
+    let config = WatchConfig {
+        window_title: Some("vision test".into()),
+        fps: 2.0,
+        force_every_s: 1.5,
+        ..WatchConfig::default()
+    };
+    let (handle, rx) = ScreenWatcher::start(config, &models).unwrap();
+    let mut log = Vec::new();
+
+    // 1. The window is found and its text read once.
+    let seen = wait_for(&rx, Duration::from_secs(60), &mut log, |o| {
+        observation_text(o).is_some()
+    });
+    let text = seen
+        .as_ref()
+        .and_then(observation_text)
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        log.contains(&WatchOutput::Status(WatchStatus::Watching {
+            window: TITLE.into()
+        })),
+        "{log:?}"
+    );
+    let expected = "Hello from Tomo\nThe build finished without errors";
+    assert!(common::cer(expected, &text) <= 0.05, "first read: {text:?}");
+    assert_eq!(text.lines().count(), 2, "one line per text line: {text:?}");
+    assert!(text.contains(' '), "words run together: {text:?}");
+
+    // 2. Nothing changes: several forced whole-window reads, no observation.
+    let forced_before = handle.stats().forced;
+    let quiet = wait_for(&rx, Duration::from_secs(6), &mut log, |o| {
+        observation_text(o).is_some()
+    });
+    assert_eq!(quiet, None, "an observation while nothing changed");
+    let stats = handle.stats();
+    assert!(
+        stats.forced >= forced_before + 2,
+        "expected forced reads: {stats:?}"
+    );
+
+    // 3. The text changes (same title, new window): only the new line is reported.
+    close_window(window);
+    let window = open_window(&desktop, &second);
+    let seen = wait_for(&rx, Duration::from_secs(60), &mut log, |o| {
+        observation_text(o).is_some()
+    });
+    let text = seen
+        .as_ref()
+        .and_then(observation_text)
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        common::cer("Lunch is ready in the kitchen", &text) <= 0.1,
+        "changed text: {text:?} (log {log:?})"
+    );
+    assert!(
+        !text.contains("Hello"),
+        "a repeated line was reported again: {text:?}"
+    );
+
+    // 4. Window closed → waiting; reopened → watching again.
+    close_window(window);
+    let waiting = wait_for(&rx, Duration::from_secs(20), &mut log, |o| {
+        matches!(o, WatchOutput::Status(WatchStatus::WaitingForWindow { .. }))
+    });
+    assert!(
+        waiting.is_some(),
+        "no WaitingForWindow after the window closed: {log:?}"
+    );
+    let window = open_window(&desktop, &second);
+    let watching = wait_for(&rx, Duration::from_secs(20), &mut log, |o| {
+        matches!(o, WatchOutput::Status(WatchStatus::Watching { .. }))
+    });
+    assert!(
+        watching.is_some(),
+        "no Watching after the window came back: {log:?}"
+    );
+
+    // 5. Retarget: to a title nobody has → waiting; to a regex matching ours → watching.
+    handle.retarget("no such window anywhere").unwrap();
+    let waiting = wait_for(
+        &rx,
+        Duration::from_secs(20),
+        &mut log,
+        |o| matches!(o, WatchOutput::Status(WatchStatus::WaitingForWindow { reason }) if reason.contains("no such window")),
+    );
+    assert!(waiting.is_some(), "retarget to a missing window: {log:?}");
+    handle.retarget("/^tomo vision test w.*$/").unwrap();
+    let watching = wait_for(&rx, Duration::from_secs(20), &mut log, |o| {
+        matches!(o, WatchOutput::Status(WatchStatus::Watching { .. }))
+    });
+    assert!(watching.is_some(), "retarget with a regex: {log:?}");
+
+    // 6. Minimised → waiting with that reason.
+    let status = Command::new("xdotool")
+        .args(["search", "--name", TITLE, "windowminimize"])
+        .env("DISPLAY", &desktop.display)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let minimised = wait_for(
+        &rx,
+        Duration::from_secs(20),
+        &mut log,
+        |o| matches!(o, WatchOutput::Status(WatchStatus::WaitingForWindow { reason }) if reason.contains("minimised")),
+    );
+    assert!(
+        minimised.is_some(),
+        "no WaitingForWindow(minimised): {log:?}"
+    );
+
+    let stats = handle.stop();
+    eprintln!("{stats:?}");
+    let rest: Vec<WatchOutput> = rx.try_iter().collect();
+    assert_eq!(
+        rest.last(),
+        Some(&WatchOutput::Status(WatchStatus::Stopped)),
+        "{rest:?}"
+    );
+    close_window(window);
+}
