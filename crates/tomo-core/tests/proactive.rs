@@ -599,3 +599,97 @@ async fn mood_thresholds_set_the_cadence_in_simulated_time() {
     // Low: never.
     assert_eq!(proactive_turns_over(20, 630).await, 0);
 }
+
+/// Runs until cancelled, then says so.
+struct CancelProbe(Arc<Mutex<Vec<&'static str>>>);
+
+impl Sensor for CancelProbe {
+    fn run(
+        self: Arc<Self>,
+        _commands: mpsc::Receiver<SensorCommand>,
+        _out: mpsc::Sender<SensorOutput>,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            self.0.lock().unwrap().push("sensor started");
+            cancel.cancelled().await;
+            self.0.lock().unwrap().push("sensor cancelled");
+        })
+    }
+}
+
+impl Scheduler for CancelProbe {
+    fn run(self: Arc<Self>, ctx: SchedulerContext) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            self.0.lock().unwrap().push("scheduler started");
+            ctx.cancel.cancelled().await;
+            self.0.lock().unwrap().push("scheduler cancelled");
+        })
+    }
+}
+
+#[tokio::test]
+async fn plugin_tasks_start_with_the_character_and_stop_on_switch_and_shutdown() {
+    let server = ScriptedServer::start(vec![]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let probe = Arc::new(CancelProbe(Arc::clone(&log)));
+    let parts = PluginParts {
+        sensors: vec![probe.clone()],
+        schedulers: vec![probe],
+        ..PluginParts::default()
+    };
+    let factories: Vec<Arc<dyn PluginFactory>> = vec![
+        Arc::new(Parts("fake_sensor", parts.clone())),
+        Arc::new(Parts("spy", PluginParts::default())),
+    ];
+    let profile = write_profile(dir.path(), &server.base_url(), &["fake_sensor"], "");
+    let (session, mut events) = start(
+        &profile,
+        env_with(dir.path(), factories),
+        Arc::new(TextSink),
+    )
+    .await;
+    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
+    while log.lock().unwrap().len() < 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Switch to a character without plugins: the old character's sensor and scheduler stop.
+    let plain = dir.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let other = write_profile(&plain, &server.base_url(), &[], "");
+    send(
+        &session,
+        Op::SwitchProfile {
+            path: other.to_string_lossy().into_owned(),
+        },
+    )
+    .await;
+    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
+    let mut seen = log.lock().unwrap().clone();
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        [
+            "scheduler cancelled",
+            "scheduler started",
+            "sensor cancelled",
+            "sensor started"
+        ]
+    );
+    // And on shutdown (back to the plugin character first).
+    send(
+        &session,
+        Op::SwitchProfile {
+            path: profile.to_string_lossy().into_owned(),
+        },
+    )
+    .await;
+    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
+    while log.lock().unwrap().len() < 6 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    session.send(Op::Shutdown).await.unwrap();
+    session.join().await;
+    assert_eq!(log.lock().unwrap().len(), 8, "{:?}", log.lock().unwrap());
+}
