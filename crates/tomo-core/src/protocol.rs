@@ -28,6 +28,73 @@ pub enum Op {
     SwitchProfile { path: String },
     /// Finish the current turn's bookkeeping and stop the session.
     Shutdown,
+    /// The user muted or unmuted the microphone. While muted the character never speaks up on its own.
+    SetMicMuted { muted: bool },
+    /// Do-not-disturb: no proactive turns while enabled (the user can still talk).
+    SetDoNotDisturb { enabled: bool },
+    /// Ask for a proactive turn (schedulers ask the same way). Started only when the session is idle,
+    /// quiet, unmuted and not in do-not-disturb; otherwise answered with `proactive_skipped`.
+    ProactiveTurn { reason: String },
+    /// Start or stop a sensor plugin; `target` chooses what it watches (e.g. a window title pattern).
+    SetSensor {
+        plugin: String,
+        enabled: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
+    },
+}
+
+/// A rectangle in the sensor's coordinates (for the screen watcher: pixels of the watched window).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Region {
+    pub x: i32,
+    pub y: i32,
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Something a sensor noticed, e.g. new text on the watched game window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The sensor plugin that made it (e.g. `screen_watch`).
+    pub source: String,
+    /// When it was made, unix milliseconds.
+    pub at_ms: i64,
+    /// What was watched (window title, monitor name, ...).
+    pub window: String,
+    /// The new or changed text.
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<Region>,
+}
+
+/// What a sensor is doing, as shown in the UI (the privacy indicator reads `watching`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum SensorState {
+    Watching {
+        target: String,
+    },
+    /// Nothing to watch right now (window gone or minimised, permission missing, ...); retrying.
+    Waiting {
+        reason: String,
+    },
+    Stopped,
+    Error {
+        message: String,
+    },
+}
+
+/// Why a proactive turn was not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProactiveSkip {
+    /// A turn is running or its output is still playing.
+    Busy,
+    /// The user is speaking.
+    Listening,
+    MicMuted,
+    DoNotDisturb,
 }
 
 /// Conversation states, owned by the session coordinator.
@@ -71,6 +138,9 @@ pub struct ToolCallEvent {
 pub enum Action {
     /// An `[emotion]` tag that names a key of the profile's emotion map.
     Emotion { name: String },
+    /// A `[mood:+10]` / `[mood:-5]` (relative) or `[mood:70]` (absolute, 0-100) tag: the character reports
+    /// how its mood changed. Never shown or spoken.
+    Mood { value: i32, relative: bool },
 }
 
 /// One sentence out of the token pipeline, ready for display and speech.
@@ -221,6 +291,34 @@ pub enum Event {
         code: ErrorCode,
         message: String,
         recoverable: bool,
+    },
+    /// Microphone mute or do-not-disturb changed (after `set_mic_muted` / `set_do_not_disturb`).
+    ModeChanged {
+        mic_muted: bool,
+        do_not_disturb: bool,
+    },
+    /// A sensor noticed something.
+    Observation(Observation),
+    /// A sensor's state changed.
+    SensorStatus {
+        plugin: String,
+        #[serde(flatten)]
+        state: SensorState,
+    },
+    /// The character speaks up on its own: the turn `turn_id` that follows is proactive.
+    Proactive {
+        turn_id: TurnId,
+        reason: String,
+    },
+    /// A proactive turn was asked for and not started.
+    ProactiveSkipped {
+        reason: String,
+        why: ProactiveSkip,
+    },
+    /// The character's mood (0-100) changed.
+    MoodChanged {
+        score: f32,
+        reason: String,
     },
 }
 

@@ -136,6 +136,7 @@ impl MemoryPluginFactory {
         Ok(PluginParts {
             tools: Vec::new(),
             hooks: vec![Arc::new(hook)],
+            ..PluginParts::default()
         })
     }
 }

@@ -1,4 +1,6 @@
-//! Action extractor: `[emotion]` tags naming a configured emotion become [`Action::Emotion`]s.
+//! Action extractor: `[emotion]` tags naming a configured emotion become [`Action::Emotion`]s, and
+//! `[mood:+10]` / `[mood:-5]` / `[mood:70]` tags become [`Action::Mood`]s (always recognised: the
+//! mood scheduler reads them from the sentences, and they must never be shown or spoken).
 //!
 //! Only names from the profile's emotion map are tags; any other bracket text (`[1]`, `[citation
 //! needed]`) is ordinary text and left alone. Matching is case-insensitive, the action carries the
@@ -54,14 +56,20 @@ impl ActionExtractor {
             let close = after_open
                 .find([']', '[', '\n'])
                 .filter(|&i| after_open[i..].starts_with(']') && i <= MAX_TAG_LEN);
-            let Some(name) = close.and_then(|i| self.emotion(&after_open[..i])) else {
+            let action = close.and_then(|i| {
+                let inner = &after_open[..i];
+                self.emotion(inner)
+                    .map(|name| Action::Emotion {
+                        name: name.to_owned(),
+                    })
+                    .or_else(|| mood_tag(inner))
+            });
+            let Some(action) = action else {
                 out.push_str(&rest[..=open]);
                 rest = after_open;
                 continue;
             };
-            actions.push(Action::Emotion {
-                name: name.to_owned(),
-            });
+            actions.push(action);
             out.push_str(&rest[..open]);
             rest = &after_open[close.map_or(0, |i| i + 1)..];
             // Keep the text readable where the tag was: "a [joy] b" → "a b", "a [joy]." → "a.",
@@ -78,6 +86,25 @@ impl ActionExtractor {
         out.push_str(rest);
         out
     }
+}
+
+/// `mood:+10`, `mood: -5` (relative) or `mood:70` (absolute); case-insensitive.
+fn mood_tag(inner: &str) -> Option<Action> {
+    let inner = inner.trim();
+    let (key, value) = inner.split_once(':')?;
+    if !key.trim().eq_ignore_ascii_case("mood") {
+        return None;
+    }
+    let value = value.trim();
+    let relative = value.starts_with(['+', '-']);
+    let number: i32 = value.strip_prefix('+').unwrap_or(value).parse().ok()?;
+    if !relative && !(0..=100).contains(&number) {
+        return None;
+    }
+    Some(Action::Mood {
+        value: number.clamp(-100, 100),
+        relative,
+    })
 }
 
 fn is_closing_punct(c: char) -> bool {
@@ -228,6 +255,42 @@ mod tests {
         };
         assert_eq!(d.actions, [emotion("Joy")]);
         assert!(d.display_text.is_empty() && d.tts_text.is_empty());
+    }
+
+    #[test]
+    fn mood_tags_become_actions_and_leave_the_text() {
+        let d = only_draft(run(vec![draft("[joy] Great move! [mood:+10]")]));
+        assert_eq!(d.display_text, "Great move!");
+        assert_eq!(d.tts_text, "Great move!");
+        assert_eq!(
+            d.actions,
+            [
+                emotion("Joy"),
+                Action::Mood {
+                    value: 10,
+                    relative: true
+                }
+            ]
+        );
+        let d = only_draft(run(vec![draft("[Mood: -5] Oh no. [mood:70]")]));
+        assert_eq!(d.display_text, "Oh no.");
+        assert_eq!(
+            d.actions,
+            [
+                Action::Mood {
+                    value: -5,
+                    relative: true
+                },
+                Action::Mood {
+                    value: 70,
+                    relative: false
+                }
+            ]
+        );
+        // Not mood tags: out of range, not a number, another key.
+        let d = only_draft(run(vec![draft("[mood:170] [mood:up] [note:1]")]));
+        assert_eq!(d.display_text, "[mood:170] [mood:up] [note:1]");
+        assert!(d.actions.is_empty());
     }
 
     #[test]

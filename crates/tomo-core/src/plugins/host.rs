@@ -1,4 +1,4 @@
-//! Turns a profile's enabled plugins into tools and hooks. A broken plugin is reported and skipped: the
+//! Turns a profile's enabled plugins into tools, hooks, sensors and schedulers. A broken plugin is reported and skipped: the
 //! character still starts, without it.
 
 use std::path::{Path, PathBuf};
@@ -11,6 +11,8 @@ use crate::llm::LlmClient;
 use crate::plugins::builtin::{PluginError, PluginParts, instantiate_builtin};
 use crate::plugins::manifest::{PluginManifest, ToolLimits, discover_plugins, effective_config};
 use crate::plugins::mcp::connect_mcp;
+use crate::plugins::scheduler::Scheduler;
+use crate::plugins::sensor::Sensor;
 use crate::profile::Profile;
 use crate::tools::ToolRegistry;
 
@@ -54,6 +56,10 @@ pub struct PluginProblem {
 pub struct LoadedPlugins {
     pub tools: ToolRegistry,
     pub hooks: Vec<Arc<dyn Hook>>,
+    /// (plugin id, sensor)
+    pub sensors: Vec<(String, Arc<dyn Sensor>)>,
+    /// (plugin id, scheduler)
+    pub schedulers: Vec<(String, Arc<dyn Scheduler>)>,
     pub problems: Vec<PluginProblem>,
 }
 
@@ -127,32 +133,47 @@ async fn load_one(
     for warning in warnings {
         tracing::warn!(%warning, "plugin configuration");
     }
-    let (tools, hooks) = if let Some(server) = &manifest.mcp {
+    let parts = if let Some(server) = &manifest.mcp {
         let tools = connect_mcp(id, server, &manifest.tool_limits)
             .await
             .map_err(|e| e.to_string())?;
-        (tools, Vec::new())
+        PluginParts {
+            tools,
+            ..PluginParts::default()
+        }
     } else if let Some(factory) = factories.iter().find(|f| f.id() == id) {
-        let parts = factory
+        factory
             .instantiate(&config, &manifest.tool_limits, ctx)
             .await
-            .map_err(|e| e.to_string())?;
-        (parts.tools, parts.hooks)
+            .map_err(|e| e.to_string())?
     } else {
         match instantiate_builtin(id, &config, &manifest.tool_limits) {
-            Some(Ok(parts)) => (parts.tools, parts.hooks),
+            Some(Ok(parts)) => parts,
             Some(Err(error)) => return Err(error.to_string()),
             None => {
                 return Err(format!(
-                    "`{id}` ({:?}) is neither a built-in plugin nor declares an [mcp] server",
+                    "`{id}` ({:?}) is neither a built-in plugin nor declares an [mcp] server, and the \
+                     program registered no factory for it",
                     manifest.kind
                 ));
             }
         }
     };
+    let PluginParts {
+        tools,
+        hooks,
+        sensors,
+        schedulers,
+    } = parts;
     for tool in tools {
         loaded.tools.register(tool).map_err(|e| e.to_string())?;
     }
     loaded.hooks.extend(hooks);
+    loaded
+        .sensors
+        .extend(sensors.into_iter().map(|s| (id.clone(), s)));
+    loaded
+        .schedulers
+        .extend(schedulers.into_iter().map(|s| (id.clone(), s)));
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! Plugins: manifests, built-in plugins, MCP tool servers, and the host that turns a profile's enabled
-//! plugins into tools and hooks.
+//! plugins into tools, hooks, sensors and schedulers.
 
 pub mod builtin;
 pub mod host;
 pub mod manifest;
 pub mod mcp;
+pub mod scheduler;
+pub mod sensor;

@@ -76,8 +76,12 @@ fn minimal_profile_loads_with_defaults() {
 
 #[test]
 fn shipped_profiles_load_without_warnings_and_pass_check() {
-    for name in ["hana", "kuro"] {
-        let path = repo_root().join("profiles").join(format!("{name}.toml"));
+    for (file, name) in [
+        ("hana", "hana"),
+        ("kuro", "kuro"),
+        ("game-companion", "kuma"),
+    ] {
+        let path = repo_root().join("profiles").join(format!("{file}.toml"));
         let loaded = load_profile(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         let p = &loaded.profile;

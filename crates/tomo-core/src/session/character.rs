@@ -11,6 +11,8 @@ use crate::hooks::Hook;
 use crate::llm::{ChatMessage, LlmClient, LlmEndpoint};
 use crate::pipeline::PipelineSettings;
 use crate::plugins::host::{self, FactoryContext, PluginFactory, PluginProblem};
+use crate::plugins::scheduler::Scheduler;
+use crate::plugins::sensor::Sensor;
 use crate::profile::Profile;
 use crate::session::compress::Compressor;
 use crate::session::prompt;
@@ -68,6 +70,10 @@ pub struct Character {
     pub system_prompt: String,
     pub show_reasoning: bool,
     pub hook_timeout: Duration,
+    /// (plugin id, sensor): started with the character by the coordinator.
+    pub sensors: Vec<(String, Arc<dyn Sensor>)>,
+    /// (plugin id, scheduler): started with the character by the coordinator.
+    pub schedulers: Vec<(String, Arc<dyn Scheduler>)>,
     history: Mutex<History>,
     /// Recent turns verbatim, older ones in a running summary (see `compress.rs`).
     compressor: Compressor,
@@ -141,6 +147,8 @@ impl Character {
             hook_timeout: env.hook_timeout,
             client,
             tools: loaded.tools,
+            sensors: loaded.sensors,
+            schedulers: loaded.schedulers,
             hooks: loaded
                 .hooks
                 .into_iter()
@@ -159,6 +167,11 @@ impl Character {
 
     pub fn agent_id(&self) -> &str {
         &self.profile.character.agent_id
+    }
+
+    /// Whether the LLM runs on this machine (loopback host), so screen text sent to it stays local.
+    pub fn llm_is_local(&self) -> bool {
+        is_loopback_url(&self.client.endpoint().base_url)
     }
 
     pub fn next_turn_id(&self) -> u64 {
@@ -200,6 +213,26 @@ impl Character {
     }
 }
 
+/// `http://localhost:11434/v1`, `http://127.0.0.1/…`, `http://[::1]:8080` are loopback; anything else
+/// (including LAN addresses) is not.
+pub(crate) fn is_loopback_url(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or_default()
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+}
+
 pub fn character_dir(data_root: &Path, agent_id: &str) -> PathBuf {
     data_root.join("characters").join(agent_id)
 }
@@ -212,4 +245,32 @@ pub fn default_data_root() -> PathBuf {
     dirs::data_dir()
         .unwrap_or_else(|| PathBuf::from("."))
         .join("tomo")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_url;
+
+    #[test]
+    fn loopback_endpoints() {
+        for url in [
+            "http://127.0.0.1:11434/v1",
+            "http://localhost/v1",
+            "https://LOCALHOST:8080",
+            "http://[::1]:8080/v1",
+            "http://127.1.2.3",
+            "http://user@127.0.0.1:9/v1",
+        ] {
+            assert!(is_loopback_url(url), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "http://192.168.1.5:11434/v1",
+            "http://localhost.example.com/v1",
+            "http://[2001:db8::1]/v1",
+            "not a url",
+        ] {
+            assert!(!is_loopback_url(url), "{url}");
+        }
+    }
 }

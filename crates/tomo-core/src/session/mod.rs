@@ -1,14 +1,18 @@
 //! The session coordinator: the one owner of the conversation state machine. It takes [`Op`]s, runs one
 //! turn at a time (a new user message or an interrupt cancels the turn in flight: the user always wins),
-//! and emits every [`Event`] with a per-session sequence number.
+//! and emits every [`Event`] with a per-session sequence number. It also runs the character's sensors
+//! and schedulers (`plugin_tasks.rs`) and decides whether a proactive turn may start (`proactive.rs`).
 
 mod character;
 pub mod compress;
 mod hooks;
 mod latency;
+mod plugin_tasks;
+mod proactive;
 mod prompt;
 mod turn;
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -22,11 +26,14 @@ pub use character::{
 pub use hooks::HookFailure;
 
 use crate::plugins::host::PluginProblem;
+use crate::plugins::scheduler::{ProactiveRequest, SchedulerRequest};
+use crate::plugins::sensor::{SensorCommand, SensorOutput};
 use crate::profile::{Profile, load_profile};
-use crate::protocol::{ErrorCode, Event, EventEnvelope, Op, SessionState, TurnId};
+use crate::protocol::{ErrorCode, Event, EventEnvelope, Observation, Op, SessionState, TurnId};
 use crate::sink::{OutputSink, SinkEvents};
 use crate::state::StateMachine;
 use latency::LatencyTracker;
+use plugin_tasks::{PluginMsg, PluginTasks};
 use turn::{TurnInput, TurnMsg};
 
 /// Sends ops to a running session.
@@ -70,6 +77,7 @@ pub async fn start_session(
     let (ops_tx, ops_rx) = mpsc::channel(64);
     let (turn_tx, turn_rx) = mpsc::unbounded_channel();
     let (sink_tx, sink_rx) = mpsc::unbounded_channel();
+    let (plugin_tx, plugin_rx) = mpsc::unbounded_channel();
     sink.attach(SinkEvents::new(sink_tx));
     let mut coordinator = Coordinator {
         character: Arc::new(character),
@@ -82,8 +90,15 @@ pub async fn start_session(
         turn_tx,
         turn_rx,
         sink_rx,
+        plugin_tx,
+        plugin_rx,
+        plugins: PluginTasks::default(),
+        mic_muted: false,
+        do_not_disturb: false,
+        observations: VecDeque::new(),
     };
     coordinator.announce(problems);
+    coordinator.start_plugins();
     let task = tokio::spawn(coordinator.run(ops_rx));
     Ok((SessionHandle { ops: ops_tx, task }, events_rx))
 }
@@ -106,6 +121,14 @@ struct Coordinator {
     turn_tx: mpsc::UnboundedSender<(TurnId, TurnMsg)>,
     turn_rx: mpsc::UnboundedReceiver<(TurnId, TurnMsg)>,
     sink_rx: mpsc::UnboundedReceiver<Event>,
+    plugin_tx: mpsc::UnboundedSender<PluginMsg>,
+    plugin_rx: mpsc::UnboundedReceiver<PluginMsg>,
+    /// The character's running sensors and schedulers.
+    plugins: PluginTasks,
+    mic_muted: bool,
+    do_not_disturb: bool,
+    /// Recent sensor observations, for the next proactive turn.
+    observations: VecDeque<Observation>,
 }
 
 impl Coordinator {
@@ -122,9 +145,73 @@ impl Coordinator {
                     None | Some(Op::Shutdown) => break,
                     Some(op) => self.handle_op(op).await,
                 },
+                // Last: a user op that arrives together with a scheduler's request wins.
+                Some(msg) = self.plugin_rx.recv() => self.handle_plugin_msg(msg).await,
             }
         }
         self.stop_current_turn().await;
+        std::mem::take(&mut self.plugins).stop().await;
+    }
+
+    fn start_plugins(&mut self) {
+        self.plugins = PluginTasks::start(&self.character, &self.plugin_tx);
+    }
+
+    async fn handle_plugin_msg(&mut self, msg: PluginMsg) {
+        match msg {
+            PluginMsg::Sensor {
+                plugin,
+                output: SensorOutput::Status(state),
+            } => self.emit(Event::SensorStatus { plugin, state }),
+            PluginMsg::Sensor {
+                output: SensorOutput::Observation(observation),
+                ..
+            } => {
+                proactive::remember(&mut self.observations, observation.clone());
+                self.emit(Event::Observation(observation));
+            }
+            PluginMsg::Scheduler {
+                plugin,
+                request: SchedulerRequest::Proactive(request),
+            } => {
+                tracing::debug!(%plugin, reason = %request.reason, "proactive turn requested");
+                self.proactive_turn(request);
+            }
+            PluginMsg::Scheduler {
+                request: SchedulerRequest::Mood { score, reason },
+                ..
+            } => self.emit(Event::MoodChanged { score, reason }),
+        }
+    }
+
+    /// Starts a proactive turn if the session is idle and quiet, else reports why not.
+    fn proactive_turn(&mut self, request: ProactiveRequest) {
+        let reason = request.reason;
+        if let Some(why) = proactive::blocker(
+            self.state.state(),
+            self.current.is_some(),
+            self.mic_muted,
+            self.do_not_disturb,
+        ) {
+            tracing::debug!(%reason, ?why, "proactive turn skipped");
+            self.emit(Event::ProactiveSkipped { reason, why });
+            return;
+        }
+        // Privacy: screen text leaves the machine only when the profile allows it.
+        let observations: Vec<Observation> = self.observations.drain(..).collect();
+        let shared = if request.share_observations_with_cloud || self.character.llm_is_local() {
+            observations
+        } else {
+            if !observations.is_empty() {
+                tracing::info!(
+                    count = observations.len(),
+                    "observations withheld from a remote LLM (set share_observations_with_cloud to allow)"
+                );
+            }
+            Vec::new()
+        };
+        let text = proactive::user_message(&reason, &shared);
+        self.start_turn(text, Some(reason), None);
     }
 
     fn emit(&mut self, event: Event) {
@@ -140,6 +227,7 @@ impl Coordinator {
 
     fn send(&mut self, event: Event) {
         self.seq += 1;
+        self.plugins.forward(&event);
         // A client that went away does not stop the session.
         let _ = self.events.send(EventEnvelope {
             seq: self.seq,
@@ -186,7 +274,7 @@ impl Coordinator {
                     return;
                 }
                 self.stop_current_turn().await;
-                self.start_turn(text, false, None);
+                self.start_turn(text, None, None);
             }
             Op::SpeechStarted => {
                 // The user wins: whatever the character was doing stops.
@@ -206,7 +294,7 @@ impl Coordinator {
                 }
                 self.stop_current_turn().await;
                 self.emit(Event::UserTranscript { text: text.clone() });
-                self.start_turn(text, false, Some(std::time::Duration::from_millis(asr_ms)));
+                self.start_turn(text, None, Some(std::time::Duration::from_millis(asr_ms)));
             }
             Op::Interrupt => {
                 if let Some(active) = &self.current {
@@ -215,12 +303,65 @@ impl Coordinator {
             }
             Op::SwitchProfile { path } => self.switch_profile(Path::new(&path)).await,
             Op::Shutdown => {}
+            Op::SetMicMuted { muted } => {
+                self.mic_muted = muted;
+                self.mode_changed();
+            }
+            Op::SetDoNotDisturb { enabled } => {
+                self.do_not_disturb = enabled;
+                self.mode_changed();
+            }
+            Op::ProactiveTurn { reason } => self.proactive_turn(ProactiveRequest {
+                reason,
+                share_observations_with_cloud: false,
+            }),
+            Op::SetSensor {
+                plugin,
+                enabled,
+                target,
+            } => {
+                let command = if enabled {
+                    SensorCommand::Start { target }
+                } else {
+                    SensorCommand::Stop
+                };
+                if let Err(message) = self.plugins.command(&plugin, command) {
+                    self.emit(Event::Error {
+                        code: ErrorCode::Plugin,
+                        message,
+                        recoverable: true,
+                    });
+                }
+            }
         }
     }
 
-    /// `asr`: for a voice turn, how long recognition took after the end of speech.
-    fn start_turn(&mut self, user_text: String, proactive: bool, asr: Option<std::time::Duration>) {
+    fn mode_changed(&mut self) {
+        self.emit(Event::ModeChanged {
+            mic_muted: self.mic_muted,
+            do_not_disturb: self.do_not_disturb,
+        });
+    }
+
+    /// `proactive`: the reason, for a turn the character starts on its own. `asr`: for a voice turn, how
+    /// long recognition took after the end of speech.
+    fn start_turn(
+        &mut self,
+        user_text: String,
+        proactive: Option<String>,
+        asr: Option<std::time::Duration>,
+    ) {
         let id = self.character.next_turn_id();
+        let shown_text = match &proactive {
+            Some(reason) => {
+                self.emit(Event::Proactive {
+                    turn_id: id,
+                    reason: reason.clone(),
+                });
+                format!("[proactive] {reason}")
+            }
+            None => user_text.clone(),
+        };
         self.transition(SessionState::Thinking);
         let cancel = CancellationToken::new();
         let task = tokio::spawn(turn::run_turn(
@@ -229,7 +370,8 @@ impl Coordinator {
             TurnInput {
                 turn_id: id,
                 user_text,
-                proactive,
+                shown_text,
+                proactive: proactive.is_some(),
             },
             cancel.clone(),
             self.turn_tx.clone(),
@@ -316,8 +458,12 @@ impl Coordinator {
                         recoverable: true,
                     });
                 }
+                // The old character's sensors stop watching before the new one's start.
+                std::mem::take(&mut self.plugins).stop().await;
+                self.observations.clear();
                 self.character = Arc::new(character);
                 self.announce(problems);
+                self.start_plugins();
             }
             Err(error) => self.emit(Event::Error {
                 code: ErrorCode::Profile,

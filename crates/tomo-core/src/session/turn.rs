@@ -32,7 +32,10 @@ pub(crate) enum TurnMsg {
 
 pub(crate) struct TurnInput {
     pub turn_id: TurnId,
+    /// The user-role message sent to the model (for a proactive turn, its marked blocks).
     pub user_text: String,
+    /// What `turn_started` shows: the user's words, or `[proactive] <reason>`.
+    pub shown_text: String,
     pub proactive: bool,
 }
 
@@ -89,7 +92,7 @@ async fn execute(
     let turn_id = input.turn_id;
     reporter.event(Event::TurnStarted {
         turn_id,
-        user_text: input.user_text.clone(),
+        user_text: input.shown_text.clone(),
     });
     let user_record = record(
         turn_id,

@@ -44,4 +44,5 @@ impl Tool for FnTool {
     }
 }
 pub mod agent;
+pub mod plugins;
 pub mod session;

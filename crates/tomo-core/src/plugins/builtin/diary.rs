@@ -126,6 +126,7 @@ pub(super) fn instantiate(
     Ok(PluginParts {
         tools: vec![Arc::new(write), Arc::new(read)],
         hooks: vec![Arc::new(hook)],
+        ..PluginParts::default()
     })
 }
 

@@ -5,6 +5,7 @@
 //! rather than a silently ignored setting.
 
 mod diary;
+pub mod mood_chat;
 mod time;
 mod web_fetch;
 
@@ -15,6 +16,8 @@ use serde::de::DeserializeOwned;
 
 use crate::hooks::Hook;
 use crate::plugins::manifest::ToolLimits;
+use crate::plugins::scheduler::{Scheduler, SystemClock};
+use crate::plugins::sensor::Sensor;
 use crate::tools::{Tool, ToolSpec};
 
 pub use diary::{DiaryConfig, DiaryEntry};
@@ -22,13 +25,16 @@ pub use time::TimeConfig;
 pub use web_fetch::WebFetchConfig;
 
 /// Ids of the plugins implemented in this crate.
-pub const BUILTIN_IDS: &[&str] = &["time", "web_fetch", "diary"];
+pub const BUILTIN_IDS: &[&str] = &["time", "web_fetch", "diary", "mood_chat"];
 
 /// What an instantiated plugin contributes to a session.
 #[derive(Default, Clone)]
 pub struct PluginParts {
     pub tools: Vec<Arc<dyn Tool>>,
     pub hooks: Vec<Arc<dyn Hook>>,
+    /// Run from the character's start to its end; addressed by the plugin's id (`set_sensor`).
+    pub sensors: Vec<Arc<dyn Sensor>>,
+    pub schedulers: Vec<Arc<dyn Scheduler>>,
 }
 
 impl std::fmt::Debug for PluginParts {
@@ -38,6 +44,8 @@ impl std::fmt::Debug for PluginParts {
         f.debug_struct("PluginParts")
             .field("tools", &tools)
             .field("hooks", &hooks)
+            .field("sensors", &self.sensors.len())
+            .field("schedulers", &self.schedulers.len())
             .finish()
     }
 }
@@ -90,6 +98,7 @@ pub fn instantiate_builtin(
         "time" => time::instantiate(config, limits),
         "web_fetch" => web_fetch::instantiate(config, limits),
         "diary" => diary::instantiate(config, limits),
+        "mood_chat" => mood_chat::instantiate(config, Arc::new(SystemClock)),
         _ => return None,
     };
     Some(parts)
@@ -172,7 +181,10 @@ mod tests {
             let parts = instantiate_builtin(id, &toml::Table::new(), &ToolLimits::default())
                 .expect("is a builtin")
                 .unwrap_or_else(|e| panic!("{id}: {e}"));
-            assert!(!parts.tools.is_empty(), "{id} provides tools");
+            assert!(
+                !parts.tools.is_empty() || !parts.schedulers.is_empty(),
+                "{id} provides something"
+            );
         }
     }
 

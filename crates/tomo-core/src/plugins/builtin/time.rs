@@ -48,6 +48,7 @@ pub(super) fn instantiate(
     Ok(PluginParts {
         tools: vec![Arc::new(tool)],
         hooks: Vec::new(),
+        ..PluginParts::default()
     })
 }
 

@@ -47,8 +47,18 @@ fn shipped_manifests_load() {
     let (manifests, diagnostics) = discover_plugins(&dir);
     assert!(diagnostics.is_empty(), "{diagnostics:#?}");
     let ids: Vec<&str> = manifests.iter().map(|m| m.id.as_str()).collect();
-    // `memory` is implemented outside tomo-core (crate tomo-memory).
-    assert_eq!(ids, ["diary", "memory", "time", "web_fetch"]);
+    // `memory` and `screen_watch` are implemented outside tomo-core (tomo-memory, tomo-vision).
+    assert_eq!(
+        ids,
+        [
+            "diary",
+            "memory",
+            "mood_chat",
+            "screen_watch",
+            "time",
+            "web_fetch"
+        ]
+    );
 
     let diary = &manifests[0];
     assert_eq!(diary.kind, PluginKind::Hook);
@@ -58,11 +68,22 @@ fn shipped_manifests_load() {
     );
     assert_eq!(diary.source, dir.join("diary/plugin.toml"));
 
-    let time = &manifests[2];
+    let mood = &manifests[2];
+    assert_eq!(mood.kind, PluginKind::Scheduler);
+    // The shipped defaults are the typed config's defaults (one source of truth for both).
+    let parsed = crate::plugins::builtin::instantiate_builtin(
+        "mood_chat",
+        &mood.config,
+        &ToolLimits::default(),
+    );
+    assert!(matches!(parsed, Some(Ok(_))), "{parsed:?}");
+    assert_eq!(manifests[3].kind, PluginKind::Sensor);
+
+    let time = &manifests[4];
     assert_eq!(time.kind, PluginKind::Tool);
     assert!(time.config.is_empty());
 
-    let web = &manifests[3];
+    let web = &manifests[5];
     assert_eq!(web.kind, PluginKind::Tool);
     assert_eq!(
         web.config,
