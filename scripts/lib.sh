@@ -8,9 +8,13 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # Debian packages the build needs. Installed only when missing (apt-get is slow even when it has nothing to do).
 # cmake/clang: whisper.cpp (whisper-rs); libasound2-dev: cpal; espeak-ng: Piper phonemes and a fallback
 # voice; flite: fallback voice; pulseaudio + alsa plugins: a real (null) sound device for tests; sox: test audio;
-# chromium: the web UI's end-to-end tests (driven by playwright-core, which downloads no browser).
+# chromium: the web UI's end-to-end tests (driven by playwright-core, which downloads no browser);
+# libxcb*/libxrandr/pipewire/wayland/egl/gbm: xcap (screen capture); xvfb, openbox, imagemagick, xdotool,
+# x11-utils, fonts-wqy-zenhei: a private X desktop with real windows showing English and Chinese text.
 TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 python3-venv cmake clang libclang-dev
-    libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox chromium)
+    libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox chromium
+    libxcb1-dev libxrandr-dev libxcb-randr0-dev libxcb-shm0-dev libpipewire-0.3-dev libwayland-dev libegl-dev
+    libgbm-dev xvfb xauth openbox imagemagick xdotool x11-utils fonts-wqy-zenhei)
 
 tomo_install_system_packages() {
     local missing=()

@@ -23,6 +23,8 @@ use crate::voice;
 pub enum BenchCommand {
     /// Latency of voice turns: end of user speech → first audio sample out.
     Voice(VoiceBenchArgs),
+    /// The screen watcher: CPU on an unchanged window, OCR time per changed frame.
+    Vision(crate::bench_vision::VisionBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -50,7 +52,13 @@ const ANSWER: &str =
     "Of course! It is a lovely day, and I am happy to help you with that. Anything else?";
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
-    let BenchCommand::Voice(args) = command;
+    let args = match command {
+        BenchCommand::Voice(args) => args,
+        BenchCommand::Vision(args) => {
+            return tokio::task::spawn_blocking(move || crate::bench_vision::run_vision(args))
+                .await?;
+        }
+    };
     let Some(mut profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };

@@ -9,6 +9,8 @@ use clap::Args;
 use tomo_core::profile::{Profile, load_profile};
 use tomo_core::session::{Environment, LlmOverrides, default_data_root};
 use tomo_memory::MemoryPluginFactory;
+use tomo_speech::models::ModelStore;
+use tomo_vision::ScreenWatchFactory;
 
 use crate::LlmFlags;
 use crate::paths::plugins_dir_for;
@@ -51,7 +53,15 @@ pub fn environment(profile_path: &Path, llm: &LlmFlags, flags: &SessionFlags) ->
         },
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),
-        plugin_factories: vec![memory.clone()],
+        plugin_factories: vec![
+            memory.clone(),
+            // The game companion's screen watcher reads the PP-OCR models from the model store.
+            Arc::new(ScreenWatchFactory {
+                models_root: ModelStore::from_env()
+                    .map(|store| store.root)
+                    .unwrap_or_default(),
+            }),
+        ],
     };
     Prepared { env, memory }
 }

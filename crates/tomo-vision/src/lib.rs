@@ -12,6 +12,7 @@ pub mod bench;
 pub mod dedup;
 pub mod diff;
 pub mod ocr;
+pub mod plugin;
 mod queue;
 pub mod target;
 pub mod watcher;
@@ -21,6 +22,7 @@ mod x11_titles;
 pub use dedup::LineMemory;
 pub use diff::{DiffConfig, DiffDecision, FrameDiff};
 pub use ocr::{OcrEngine, OcrError, OcrLine, OcrModels, PpOcr};
+pub use plugin::{ScreenWatchConfig, ScreenWatchFactory};
 pub use target::{MonitorInfo, TargetError, TitlePattern, WindowInfo, list_monitors, list_windows};
 pub use watcher::{
     Observation, ScreenWatcher, WatchConfig, WatchError, WatchHandle, WatchOutput, WatchStats,

@@ -209,7 +209,7 @@ impl ScreenWatcher {
     }
 }
 
-fn validate(config: &WatchConfig) -> Result<(), WatchError> {
+pub(crate) fn validate(config: &WatchConfig) -> Result<(), WatchError> {
     if !(config.fps.is_finite() && config.fps > 0.0 && config.fps <= 30.0) {
         return Err(WatchError::Config {
             field: "fps",

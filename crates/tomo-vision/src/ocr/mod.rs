@@ -140,8 +140,47 @@ impl OcrEngine for PpOcr {
             }
             lines.push(OcrLine { text, score, bbox });
         }
-        Ok(lines)
+        Ok(merge_rows(lines))
     }
+}
+
+/// The detector sometimes splits one line of text at a wide space ("The Ice" | "Dragon fell"); pieces in
+/// reading order that sit on the same row, close together, are one line for whoever reads the text.
+pub(crate) fn merge_rows(lines: Vec<OcrLine>) -> Vec<OcrLine> {
+    let mut merged: Vec<OcrLine> = Vec::with_capacity(lines.len());
+    for line in lines {
+        if let Some(last) = merged.last_mut() {
+            let (a, b) = (last.bbox, line.bbox);
+            let overlap = (a.y + a.height)
+                .min(b.y + b.height)
+                .saturating_sub(a.y.max(b.y));
+            let same_row = overlap * 2 >= a.height.min(b.height);
+            let gap = b.x.saturating_sub(a.x + a.width);
+            let to_the_right = b.x + b.width > a.x + a.width;
+            if same_row && to_the_right && gap <= 2 * a.height.max(b.height) {
+                let cjk_join = last.text.chars().last().is_some_and(is_cjk)
+                    && line.text.chars().next().is_some_and(is_cjk);
+                if !cjk_join {
+                    last.text.push(' ');
+                }
+                last.text.push_str(&line.text);
+                last.score = last.score.min(line.score);
+                let right = (a.x + a.width).max(b.x + b.width);
+                let bottom = (a.y + a.height).max(b.y + b.height);
+                let (x, y) = (a.x.min(b.x), a.y.min(b.y));
+                last.bbox = Rect::new(x, y, right - x, bottom - y);
+                continue;
+            }
+        }
+        merged.push(line);
+    }
+    merged
+}
+
+/// Han, kana, hangul and CJK punctuation: written without spaces between them.
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32, 0x3000..=0x303F | 0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
+        | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF)
 }
 
 pub(crate) fn session(
@@ -177,4 +216,40 @@ pub(crate) fn to_nchw(image: &RgbImage, width: usize, height: usize) -> Vec<f32>
         }
     }
     data
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(text: &str, x: u32, y: u32, width: u32, height: u32) -> OcrLine {
+        OcrLine {
+            text: text.to_owned(),
+            score: 0.9,
+            bbox: Rect::new(x, y, width, height),
+        }
+    }
+
+    #[test]
+    fn pieces_of_one_row_are_joined_and_other_rows_are_kept() {
+        let merged = merge_rows(vec![
+            line("Boss defeated", 10, 10, 150, 24),
+            line("The Ice", 10, 50, 80, 24),
+            line("Dragon fell", 120, 52, 120, 24),
+            line("会议改到", 10, 90, 80, 24),
+            line("下午三点", 95, 90, 80, 24),
+            line("far away", 600, 90, 80, 24),
+        ]);
+        let texts: Vec<&str> = merged.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Boss defeated",
+                "The Ice Dragon fell",
+                "会议改到下午三点",
+                "far away"
+            ]
+        );
+        assert_eq!(merged[1].bbox, Rect::new(10, 50, 230, 26));
+    }
 }

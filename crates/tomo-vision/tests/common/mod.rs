@@ -6,6 +6,8 @@ use std::process::Command;
 
 use tomo_vision::OcrModels;
 
+pub mod desktop;
+
 /// Without `CI` a missing prerequisite skips the test (prints why); in CI it fails it.
 pub fn skip_or_fail(why: &str) {
     if std::env::var_os("CI").is_some() {

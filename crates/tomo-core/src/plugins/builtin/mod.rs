@@ -105,7 +105,7 @@ pub fn instantiate_builtin(
 }
 
 /// Deserializes a plugin's config table into its typed config, naming the offending field on error.
-pub(crate) fn parse_config<T: DeserializeOwned>(
+pub fn parse_config<T: DeserializeOwned>(
     plugin: &str,
     config: &toml::Table,
 ) -> Result<T, PluginError> {
