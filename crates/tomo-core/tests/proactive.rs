@@ -85,7 +85,9 @@ async fn observations_reach_scheduler_events_and_the_user_message_and_set_sensor
         .expect("observation event");
     let proactive = got
         .iter()
-        .position(|e| matches!(e, Event::Proactive { reason, .. } if reason == "screen changed: Boss defeated: Ganon"))
+        .position(
+            |e| matches!(e, Event::Proactive { reason, .. } if reason == "screen changed in Game"),
+        )
         .expect("proactive event");
     let started = got
         .iter()
@@ -499,4 +501,67 @@ async fn plugin_tasks_start_with_the_character_and_stop_on_switch_and_shutdown()
     session.send(Op::Shutdown).await.unwrap();
     session.join().await;
     assert_eq!(log.lock().unwrap().len(), 8, "{:?}", log.lock().unwrap());
+}
+
+/// This machine's LAN address (not loopback), if it has one: a UDP "connect" picks the outgoing interface
+/// without sending anything.
+fn lan_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("10.254.254.254:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[tokio::test]
+async fn screen_text_does_not_reach_an_llm_that_is_not_on_this_machine() {
+    let Some(ip) = lan_address() else {
+        eprintln!("skipped: this machine has no non-loopback address");
+        return;
+    };
+    let server = ScriptedServer::start_on(ip, vec![script::text_reply("Hm, anything new?")])
+        .await
+        .unwrap();
+    assert!(!server.base_url().contains("127.0.0.1"));
+    let dir = tempfile::tempdir().unwrap();
+    let sensor = PluginParts {
+        sensors: vec![Arc::new(FakeSensor {
+            observations: vec![observation("Private message: the code is 4711")],
+            commands: Arc::default(),
+        })],
+        ..PluginParts::default()
+    };
+    let spy = PluginParts {
+        schedulers: vec![Arc::new(SpyScheduler {
+            seen: Arc::default(),
+        })],
+        ..PluginParts::default()
+    };
+    let profile = write_profile(dir.path(), &server.base_url(), &["fake_sensor", "spy"], "");
+    let env = env_with(
+        dir.path(),
+        vec![
+            Arc::new(Parts("fake_sensor", sensor)),
+            Arc::new(Parts("spy", spy)),
+        ],
+    );
+    let (session, mut events) = start(&profile, env, Arc::new(TextSink)).await;
+    let got = collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    // The UI on this machine still sees the observation...
+    assert!(
+        events_of(&got)
+            .iter()
+            .any(|e| matches!(e, Event::Observation(o) if o.text.contains("4711")))
+    );
+    // ...but the proactive turn went to the remote endpoint without it.
+    let request = &server.requests()[0];
+    let body = request.body.to_string();
+    assert!(
+        !body.contains("4711"),
+        "screen text sent to a remote LLM: {body}"
+    );
+    assert!(!body.contains("[screen observations]"), "{body}");
+    let user = request.messages().last().unwrap().clone();
+    assert!(content(&user).starts_with("[proactive]"), "{user}");
+    send(&session, Op::Shutdown).await;
+    session.join().await;
 }

@@ -51,7 +51,16 @@ impl ScriptedServer {
     /// Binds `127.0.0.1:0` and starts serving `script`, one response per chat request.
     /// Must be called inside a Tokio runtime.
     pub async fn start(script: Vec<ScriptedResponse>) -> Result<Self, TestkitError> {
-        let listener = TcpListener::bind(("127.0.0.1", 0))
+        Self::start_on(std::net::Ipv4Addr::LOCALHOST.into(), script).await
+    }
+
+    /// Like [`ScriptedServer::start`] on another local address, e.g. the machine's LAN address, so a
+    /// test can see how the client treats an endpoint that is not loopback.
+    pub async fn start_on(
+        ip: std::net::IpAddr,
+        script: Vec<ScriptedResponse>,
+    ) -> Result<Self, TestkitError> {
+        let listener = TcpListener::bind((ip, 0))
             .await
             .map_err(TestkitError::Bind)?;
         let addr = listener.local_addr().map_err(TestkitError::Bind)?;

@@ -102,7 +102,7 @@ impl Scheduler for SpyScheduler {
                         let Some(event) = event else { break };
                         if let Event::Observation(o) = &event {
                             let _ = ctx.requests.send(SchedulerRequest::Proactive(ProactiveRequest {
-                                reason: format!("screen changed: {}", o.text),
+                                reason: format!("screen changed in {}", o.window),
                                 share_observations_with_cloud: false,
                             }));
                         }

@@ -39,7 +39,9 @@ struct State {
     mood: Mood,
     /// When the session last did anything (state change, turn, proactive answer).
     quiet_since: Instant,
-    /// The newest observation's text since the last proactive turn.
+    /// Where new text appeared since the last proactive turn (the window). The text itself is not kept:
+    /// the reason goes into the prompt as is, and screen text may reach a remote LLM only through the
+    /// session's observation gate.
     screen_changed: Option<String>,
 }
 
@@ -98,7 +100,7 @@ impl MoodChat {
         );
         let score = state.mood.score.round();
         let reason = match &state.screen_changed {
-            Some(text) => format!("screen changed: {}, mood {score}", snippet(text)),
+            Some(window) => format!("new text on {}, mood {score}", snippet(window)),
             None => format!(
                 "idle for {} s, mood {score}",
                 state.quiet_since.elapsed().as_secs()
@@ -153,7 +155,7 @@ impl MoodChat {
                 report(ctx, &state.mood, &reasons.join(", "));
             }
             Event::Observation(observation) => {
-                state.screen_changed = Some(observation.text.clone());
+                state.screen_changed = Some(observation.window.clone());
             }
             Event::Proactive { .. } => {
                 state.screen_changed = None;

@@ -192,8 +192,8 @@ async fn activity_restarts_the_wait_and_observations_shorten_it() {
     let reasons = proactive_over(&mut h, 30).await;
     assert_eq!(
         reasons,
-        ["screen changed: \"Level 2 complete\", mood 85"],
-        "half the wait after a screen change"
+        ["new text on \"Game\", mood 85"],
+        "half the wait after a screen change; the screen text itself never in the reason"
     );
 }
 
