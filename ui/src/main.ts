@@ -57,8 +57,13 @@ const ui = new Ui(
       conn.send({ type: 'interrupt' });
     },
     onMicToggle(muted) {
-      // Not an Op of the protocol yet; a server that doesn't know it answers with an error frame we show.
       conn.send({ type: 'set_mic_muted', muted });
+    },
+    onSensor(plugin, enabled, target) {
+      conn.send({ type: 'set_sensor', plugin, enabled, ...(target ? { target } : {}) });
+    },
+    onDoNotDisturb(enabled) {
+      conn.send({ type: 'set_do_not_disturb', enabled });
     },
     onSwitchProfile(path) {
       if (!conn.send({ type: 'switch_profile', path })) notify('warning', 'Not connected: cannot switch character.');

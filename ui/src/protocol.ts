@@ -22,7 +22,23 @@ export type ErrorCode =
   | 'illegal_state'
   | 'internal';
 
-export type Action = { kind: 'emotion'; name: string };
+export type Action = { kind: 'emotion'; name: string } | { kind: 'mood'; value: number; relative: boolean };
+
+export interface Region {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/** What a sensor (the screen watcher) is doing; the privacy indicator shows `watching`. */
+export type SensorState =
+  | { state: 'watching'; target: string }
+  | { state: 'waiting'; reason: string }
+  | { state: 'stopped' }
+  | { state: 'error'; message: string };
+
+export type ProactiveSkip = 'busy' | 'listening' | 'mic_muted' | 'do_not_disturb';
 
 export interface ToolCallEvent {
   tool_id: string;
@@ -72,7 +88,13 @@ export type Event =
     }
   | { type: 'audio_finished'; turn_id: TurnId; sentence_index: number }
   | { type: 'playback_drained'; turn_id: TurnId }
-  | { type: 'error'; code: ErrorCode; message: string; recoverable: boolean };
+  | { type: 'error'; code: ErrorCode; message: string; recoverable: boolean }
+  | { type: 'mode_changed'; mic_muted: boolean; do_not_disturb: boolean }
+  | { type: 'observation'; source: string; at_ms: number; window: string; text: string; region?: Region }
+  | ({ type: 'sensor_status'; plugin: string } & SensorState)
+  | { type: 'proactive'; turn_id: TurnId; reason: string }
+  | { type: 'proactive_skipped'; reason: string; why: ProactiveSkip }
+  | { type: 'mood_changed'; score: number; reason: string };
 
 export type EventEnvelope = Event & { seq: number };
 
@@ -83,8 +105,10 @@ export type Op =
   | { type: 'interrupt' }
   | { type: 'switch_profile'; path: string }
   | { type: 'shutdown' }
-  // Not (yet) an Op of the Rust enum: the server may answer it with an error frame, which the UI shows.
-  | { type: 'set_mic_muted'; muted: boolean };
+  | { type: 'set_mic_muted'; muted: boolean }
+  | { type: 'set_do_not_disturb'; enabled: boolean }
+  | { type: 'proactive_turn'; reason: string }
+  | { type: 'set_sensor'; plugin: string; enabled: boolean; target?: string };
 
 const EVENT_TYPES = new Set<string>([
   'session_ready',
@@ -103,6 +127,12 @@ const EVENT_TYPES = new Set<string>([
   'audio_finished',
   'playback_drained',
   'error',
+  'mode_changed',
+  'observation',
+  'sensor_status',
+  'proactive',
+  'proactive_skipped',
+  'mood_changed',
 ]);
 
 /** A server frame that is not a session event (e.g. a replay-gap notice or a transport error frame). */

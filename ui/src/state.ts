@@ -1,12 +1,14 @@
 // The UI's view state as a pure reducer over session events: subtitles, transcript, tool chips, latency
 // and notices. No DOM here, so the same event sequence always gives the same state (unit-tested).
-import type { EventEnvelope, LatencyOrigin, SessionState, ToolStatus } from './protocol';
+import type { EventEnvelope, LatencyOrigin, SensorState, SessionState, ToolStatus } from './protocol';
 import { cleanStreaming, consumeSentence } from './subtitles';
 
 export interface ChatMessage {
   role: 'user' | 'assistant' | 'system';
   text: string;
   turnId?: number;
+  /** The character spoke up on its own: `text` of the user line is the reason. */
+  proactive?: boolean;
   /** Assistant text still streaming. */
   streaming?: boolean;
   interrupted?: boolean;
@@ -35,6 +37,14 @@ export interface Latency {
   firstAudioMs: number | null;
 }
 
+/** A sensor plugin as the UI shows it (the screen watcher's privacy indicator and stop button). */
+export interface SensorView {
+  plugin: string;
+  state: SensorState['state'];
+  /** What it watches, why it waits, or what went wrong. */
+  detail: string;
+}
+
 export interface UiState {
   character: string | null;
   agentId: string | null;
@@ -50,6 +60,15 @@ export interface UiState {
   latency: Latency | null;
   notices: Notice[];
   nextNoticeId: number;
+  sensors: SensorView[];
+  micMuted: boolean;
+  doNotDisturb: boolean;
+  /** The character's mood 0-100, when a mood plugin reports it. */
+  mood: number | null;
+  /** The last thing a sensor noticed (shown next to the indicator). */
+  lastObservation: string | null;
+  /** Turns the character started on its own (their user line is the reason, shown differently). */
+  proactiveTurns: number[];
 }
 
 export const MAX_TRANSCRIPT = 200;
@@ -69,7 +88,31 @@ export function initialState(): UiState {
     latency: null,
     notices: [],
     nextNoticeId: 1,
+    sensors: [],
+    micMuted: false,
+    doNotDisturb: false,
+    mood: null,
+    lastObservation: null,
+    proactiveTurns: [],
   };
+}
+
+/** True while any sensor is reading the screen: the UI must show it. */
+export function isWatching(s: UiState): boolean {
+  return s.sensors.some((x) => x.state === 'watching');
+}
+
+function sensorDetail(ev: SensorState): string {
+  switch (ev.state) {
+    case 'watching':
+      return ev.target;
+    case 'waiting':
+      return ev.reason;
+    case 'error':
+      return ev.message;
+    case 'stopped':
+      return '';
+  }
 }
 
 /** The current subtitle: the last committed sentence(s) plus the live line. */
@@ -125,17 +168,22 @@ function updateAssistant(s: UiState, turnId: number, f: (m: ChatMessage) => Chat
 export function reduce(s: UiState, ev: EventEnvelope): UiState {
   switch (ev.type) {
     case 'session_ready':
+      // A new character: its own sensors and mood report themselves afresh.
       return pushMessage(
-        { ...s, character: ev.character, agentId: ev.agent_id, tools: ev.tools },
+        { ...s, character: ev.character, agentId: ev.agent_id, tools: ev.tools, sensors: [], mood: null, lastObservation: null },
         { role: 'system', text: `${ev.character} is here.` },
       );
     case 'state_changed':
       return { ...s, sessionState: ev.to };
-    case 'turn_started':
+    case 'turn_started': {
+      const proactive = s.proactiveTurns.includes(ev.turn_id);
       return pushMessage(
         { ...s, turnId: ev.turn_id, committed: [], pendingRaw: '' },
-        { role: 'user', text: ev.user_text, turnId: ev.turn_id },
+        proactive
+          ? { role: 'system', text: `${s.character ?? 'The character'} speaks up (${ev.user_text.replace(/^\[proactive\]\s*/, '')})`, turnId: ev.turn_id, proactive }
+          : { role: 'user', text: ev.user_text, turnId: ev.turn_id },
       );
+    }
     case 'user_transcript':
       return s; // the turn_started that follows carries the same text into the transcript
     case 'latency_report':
@@ -208,5 +256,21 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
       return s; // drive the character (director.ts), not the text view
     case 'error':
       return pushNotice(s, 'error', describeError(ev.code, ev.message, ev.recoverable));
+    case 'mode_changed':
+      return { ...s, micMuted: ev.mic_muted, doNotDisturb: ev.do_not_disturb };
+    case 'observation':
+      return { ...s, lastObservation: ev.text };
+    case 'sensor_status': {
+      const view: SensorView = { plugin: ev.plugin, state: ev.state, detail: sensorDetail(ev) };
+      const sensors = [...s.sensors.filter((x) => x.plugin !== ev.plugin), view];
+      const next = { ...s, sensors, lastObservation: ev.state === 'watching' ? s.lastObservation : null };
+      return ev.state === 'error' ? pushNotice(next, 'warning', `Screen watcher: ${ev.message}`) : next;
+    }
+    case 'proactive':
+      return { ...s, proactiveTurns: [...s.proactiveTurns, ev.turn_id].slice(-20) };
+    case 'proactive_skipped':
+      return s;
+    case 'mood_changed':
+      return { ...s, mood: ev.score };
   }
 }

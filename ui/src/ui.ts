@@ -3,13 +3,16 @@
 import type { ConnectionStatus } from './connection';
 import type { ProfileInfo } from './profiles';
 import { PRESETS, validateBaseUrl, type LlmSettings } from './settings';
-import { subtitleText, type UiState } from './state';
+import { isWatching, subtitleText, type UiState } from './state';
 
 export interface UiHandlers {
   onSend(text: string): void;
   onInterrupt(): void;
   onMicToggle(muted: boolean): void;
   onSwitchProfile(path: string): void;
+  /** Start (with a window title pattern) or stop a sensor plugin, e.g. the screen watcher. */
+  onSensor(plugin: string, enabled: boolean, target?: string): void;
+  onDoNotDisturb(enabled: boolean): void;
   onSaveSettings(s: LlmSettings): void;
   onDismissNotice(id: number): void;
 }
@@ -47,8 +50,17 @@ export class Ui {
   private readonly stateBadge = el('span', { class: 'state', 'data-testid': 'session-state' });
   private readonly input = el('input', { type: 'text', placeholder: 'Say something…', 'data-testid': 'input', 'aria-label': 'Message' });
   private readonly settings = el('dialog', { class: 'settings', 'data-testid': 'settings' });
+  // The screen watcher's privacy indicator: visible whenever a sensor reads the screen, one click stops it.
+  private readonly watchBox = el('span', { class: 'watch', 'data-testid': 'watch', hidden: '' });
+  private readonly watchLabel = el('span', { class: 'watch-label', 'data-testid': 'watch-label' });
+  private readonly watchStop = el('button', { type: 'button', class: 'danger', 'data-testid': 'watch-stop' }, 'Stop watching');
+  private readonly watchTitle = el('input', { type: 'text', placeholder: 'Window title…', 'data-testid': 'watch-title', 'aria-label': 'Window to watch' });
+  private readonly watchStart = el('button', { type: 'button', 'data-testid': 'watch-start' }, 'Watch');
+  private readonly dndBtn = el('button', { type: 'button', 'data-testid': 'dnd', 'aria-pressed': 'false' }, 'Quiet: off');
+  private readonly moodBadge = el('span', { class: 'mood', 'data-testid': 'mood', hidden: '' });
   private muted = false;
   private renderedTranscript = '';
+  private watchedPlugin = 'screen_watch';
 
   constructor(root: HTMLElement, handlers: UiHandlers, settings: LlmSettings) {
     this.h = handlers;
@@ -60,7 +72,8 @@ export class Ui {
     const form = el('form', { class: 'composer' }, this.input, send, interrupt);
 
     root.append(
-      el('header', { class: 'bar' }, this.conn, this.stateBadge, this.profileSelect, this.micBtn, settingsBtn),
+      el('header', { class: 'bar' }, this.conn, this.stateBadge, this.watchBox, this.moodBadge, this.profileSelect,
+        this.micBtn, this.dndBtn, settingsBtn),
       el('main', { class: 'layout' },
         el('section', { class: 'character' }, this.stage, subtitles, this.latency),
         el('aside', { class: 'side' }, this.chips, this.transcript, form)),
@@ -87,6 +100,15 @@ export class Ui {
       if (this.profileSelect.value) handlers.onSwitchProfile(this.profileSelect.value);
     });
     settingsBtn.addEventListener('click', () => this.settings.showModal());
+    this.watchStop.addEventListener('click', () => handlers.onSensor(this.watchedPlugin, false));
+    this.watchStart.addEventListener('click', () => {
+      const title = this.watchTitle.value.trim();
+      handlers.onSensor(this.watchedPlugin, true, title || undefined);
+    });
+    this.dndBtn.addEventListener('click', () => {
+      handlers.onDoNotDisturb(this.dndBtn.getAttribute('aria-pressed') !== 'true');
+    });
+    this.watchBox.append(this.watchLabel, this.watchStop, this.watchTitle, this.watchStart);
     this.setStatus('closed');
   }
 
@@ -112,6 +134,14 @@ export class Ui {
     this.subLive.textContent = sub.live;
     this.stateBadge.textContent = s.character ? `${s.character} · ${s.sessionState}` : s.sessionState;
     this.stateBadge.dataset.state = s.sessionState;
+    this.renderSensors(s);
+    this.micBtn.textContent = s.micMuted ? 'Mic muted' : 'Mic on';
+    this.micBtn.setAttribute('aria-pressed', String(s.micMuted));
+    this.muted = s.micMuted;
+    this.dndBtn.textContent = s.doNotDisturb ? 'Quiet: on' : 'Quiet: off';
+    this.dndBtn.setAttribute('aria-pressed', String(s.doNotDisturb));
+    this.moodBadge.hidden = s.mood === null;
+    this.moodBadge.textContent = s.mood === null ? '' : `mood ${Math.round(s.mood)}`;
 
     // The transcript only grows or changes at its end; rebuild only when it changed at all.
     const key = JSON.stringify(s.transcript);
@@ -151,6 +181,26 @@ export class Ui {
         (l.asrDoneMs !== null ? `ASR ${ms(l.asrDoneMs)} · ` : '') +
         `first token ${ms(l.firstTokenMs)} · first sentence ${ms(l.firstSentenceMs)} · first audio ${ms(l.firstAudioMs)}`;
     }
+  }
+
+  /** The screen watcher's indicator: "Watching <window>" + stop while it reads the screen; otherwise a
+   * window-title box to start it (only when the character has a sensor at all). */
+  private renderSensors(s: UiState): void {
+    const sensor = s.sensors.find((x) => x.state === 'watching') ?? s.sensors[0];
+    this.watchBox.hidden = !sensor;
+    if (!sensor) return;
+    this.watchedPlugin = sensor.plugin;
+    const watching = isWatching(s);
+    this.watchBox.dataset.state = sensor.state;
+    this.watchLabel.textContent =
+      sensor.state === 'watching' ? `👁 Watching ${sensor.detail}`
+        : sensor.state === 'waiting' ? `Waiting: ${sensor.detail}`
+          : sensor.state === 'error' ? 'Screen watcher unavailable'
+            : 'Not watching';
+    if (watching && s.lastObservation) this.watchLabel.title = `Last seen: ${s.lastObservation}`;
+    this.watchStop.hidden = !(watching || sensor.state === 'waiting');
+    this.watchTitle.hidden = watching;
+    this.watchStart.hidden = watching;
   }
 
   private buildSettings(current: LlmSettings): void {
