@@ -10,6 +10,7 @@ pub type TurnId = u64;
 
 /// Operations a client sends to a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
     /// A typed (or transcribed) user message that starts a turn.
@@ -32,6 +33,7 @@ pub enum Op {
 
 /// Conversation states, owned by the session coordinator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
     Idle,
@@ -42,6 +44,7 @@ pub enum SessionState {
 
 /// Lifecycle of one tool call as seen by clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     Running,
@@ -52,6 +55,7 @@ pub enum ToolStatus {
 /// A tool call as a structured event: emitted `Running` for every call of a round before any runs,
 /// then once more `Completed` or `Error` with the result text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ToolCallEvent {
     pub tool_id: String,
     pub tool_name: String,
@@ -67,6 +71,7 @@ pub struct ToolCallEvent {
 
 /// Something the character does while saying a sentence.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
     /// An `[emotion]` tag that names a key of the profile's emotion map.
@@ -75,6 +80,7 @@ pub enum Action {
 
 /// One sentence out of the token pipeline, ready for display and speech.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Sentence {
     /// 0-based position within its turn.
     pub index: u32,
@@ -87,6 +93,7 @@ pub struct Sentence {
 
 /// Why a turn ended normally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum TurnEnd {
     /// The model answered without asking for more tools.
@@ -97,6 +104,7 @@ pub enum TurnEnd {
 
 /// What a latency report measures from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum LatencyOrigin {
     SpeechEnd,
@@ -105,6 +113,7 @@ pub enum LatencyOrigin {
 
 /// Which lifecycle hook a report is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum HookStage {
     BeforeTurn,
@@ -114,6 +123,7 @@ pub enum HookStage {
 
 /// Machine-readable error categories for clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     LlmUnreachable,
@@ -132,6 +142,7 @@ pub enum ErrorCode {
 
 /// Events a session emits, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// The session is ready (after start or a profile switch).
@@ -226,6 +237,7 @@ pub enum Event {
 
 /// An event plus its per-session sequence number.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct EventEnvelope {
     pub seq: u64,
     #[serde(flatten)]
