@@ -8,8 +8,14 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # Debian packages the build needs. Installed only when missing (apt-get is slow even when it has nothing to do).
 # cmake/clang: whisper.cpp (whisper-rs); libasound2-dev: cpal; espeak-ng: Piper phonemes and a fallback
 # voice; flite: fallback voice; pulseaudio + alsa plugins: a real (null) sound device for tests; sox: test audio.
+# The desktop app (src-tauri): WebKitGTK 4.1, GTK 3, libsoup 3, the tray (ayatana appindicator), librsvg,
+# libxdo. Its test (scripts/test-desktop.sh): Xvfb, openbox, xcompmgr (transparency needs a compositor),
+# ImageMagick (screenshots), xdotool, x11-utils (xdpyinfo), x11-xserver-utils (xsetroot).
 TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 python3-venv cmake clang libclang-dev
-    libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox)
+    libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox
+    libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev librsvg2-dev
+    libayatana-appindicator3-dev libxdo-dev
+    xvfb xauth openbox xcompmgr imagemagick xdotool x11-utils x11-xserver-utils)
 
 tomo_install_system_packages() {
     local missing=()
@@ -27,4 +33,11 @@ tomo_install_system_packages() {
         echo "error: cargo is not installed; install Rust with rustup (https://rustup.rs) first" >&2
         return 1
     fi
+}
+
+# The web UI: the pinned npm packages (lock file), type-check + build into ui/dist. The desktop app embeds
+# ui/dist at compile time, so this runs before anything builds or lints src-tauri.
+tomo_build_ui() {
+    command -v npm >/dev/null || { echo "error: npm (Node.js 20+) is needed to build the web UI" >&2; return 1; }
+    (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
 }
