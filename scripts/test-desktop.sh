@@ -59,8 +59,6 @@ start_app() { # log-name extra-args...
         sleep 0.1
     done
     [ -n "$wid" ] || fail "no window named Tomo appeared"
-    # The model loads asynchronously: give it time to be drawn (poll the UI-ready log is not possible
-    # from outside; screenshots are retried below instead).
     eval "$(xdotool getwindowgeometry --shell "$wid")"
     win_x=$X win_y=$Y win_w=$WIDTH win_h=$HEIGHT
 }
@@ -76,32 +74,32 @@ quit_app() { # expects exit 0 and a clean session shutdown
     grep -q "session shut down" "$work"/app*.log || fail "no clean session shutdown in the log"
 }
 
+# Retries a screenshot check for up to 30 s (the model loads asynchronously after the window appears).
+retry_shot() { for _ in $(seq 30); do sleep 1; "$1" && return 0; done; return 1; }
+
+drawn() { # the stage (left part of the window; the transcript panel is on the right) is not all background
+    import -window root "$work/normal.png"
+    bg=$(fraction_of "$work/normal.png" "$win_x" "$((win_y + 60))" "$((win_w / 2))" "$((win_h - 120))" '#f4f1ec')
+    awk -v f="$bg" 'BEGIN { exit !(f < 0.9) }'
+}
+
+see_through() { # the root colour shows through most of the window, but the character covers part of it
+    eval "$(xdotool getwindowgeometry --shell "$wid")"
+    import -window root "$work/pet.png"
+    green=$(fraction_of "$work/pet.png" "$X" "$Y" "$WIDTH" "$HEIGHT" "$root_colour")
+    awk -v f="$green" 'BEGIN { exit !(f > 0.3 && f < 0.97) }'
+}
+
 # --- 1. normal window: the character is drawn
 start_app app-normal
-drawn=0
-for _ in $(seq 30); do
-    sleep 1
-    import -window root "$work/normal.png"
-    # The character stands in the left part of the window (the transcript panel is on the right).
-    bg=$(fraction_of "$work/normal.png" "$win_x" "$((win_y + 60))" "$((win_w / 2))" "$((win_h - 120))" '#f4f1ec')
-    if awk -v f="$bg" 'BEGIN { exit !(f < 0.9) }'; then drawn=1; break; fi
-done
-[ "$drawn" = 1 ] || fail "the character was not drawn (background fraction $bg in the stage area)"
+retry_shot drawn || fail "the character was not drawn (background fraction $bg in the stage area)"
 echo "ok: window appeared and the character is drawn (stage is $(awk -v f="$bg" 'BEGIN{printf "%.0f", (1-f)*100}')% non-background)"
 quit_app
 echo "ok: normal mode quit cleanly"
 
 # --- 2. pet mode: transparent except the character
 start_app app-pet --pet
-transparent=0
-for _ in $(seq 30); do
-    sleep 1
-    eval "$(xdotool getwindowgeometry --shell "$wid")"
-    import -window root "$work/pet.png"
-    green=$(fraction_of "$work/pet.png" "$X" "$Y" "$WIDTH" "$HEIGHT" "$root_colour")
-    if awk -v f="$green" 'BEGIN { exit !(f > 0.3 && f < 0.97) }'; then transparent=1; break; fi
-done
-[ "$transparent" = 1 ] || fail "pet mode is not transparent around a drawn character (root colour fraction $green)"
+retry_shot see_through || fail "pet mode is not transparent around a drawn character (root colour fraction $green)"
 echo "ok: pet mode shows the desktop through the window ($(awk -v f="$green" 'BEGIN{printf "%.0f", f*100}')%) and the character over it"
 quit_app
 grep -q '"pet_mode": true' "$work"/config/*/desktop.json || fail "pet mode was not remembered"

@@ -1,25 +1,13 @@
 //! The commands the webview may call (each granted in capabilities/default.json). Typed with specta; the
 //! TypeScript side is the generated `ui/src/bindings.ts`.
 
-use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, State};
 use tomo_core::protocol::Op;
+use tomo_server::profiles::ProfileInfo;
 
 use crate::pet::{self, HitRegion};
 use crate::replay::EventsSince;
 use crate::state::AppState;
-
-/// One switchable character, as `tomo serve`'s `/api/profiles` lists it.
-#[derive(Debug, Clone, Serialize, Deserialize, specta::Type)]
-pub struct ProfileEntry {
-    /// File name inside the profiles directory; what `switch_profile` takes.
-    pub file: String,
-    pub name: String,
-    pub agent_id: String,
-    pub live2d_model: Option<String>,
-    /// Emotion tag → expression/motion id.
-    pub emotion_map: std::collections::BTreeMap<String, String>,
-}
 
 /// Sends an op to the session. `shutdown` is refused (that is `quit`), and `switch_profile` only loads
 /// from the profiles directory, like `tomo serve`.
@@ -58,17 +46,8 @@ pub fn events_since(state: State<'_, AppState>, last_seq: u64) -> EventsSince {
 
 #[tauri::command]
 #[specta::specta]
-pub fn list_profiles(state: State<'_, AppState>) -> Vec<ProfileEntry> {
+pub fn list_profiles(state: State<'_, AppState>) -> Vec<ProfileInfo> {
     tomo_server::profiles::list(&state.profiles_dir)
-        .into_iter()
-        .map(|p| ProfileEntry {
-            file: p.file,
-            name: p.name,
-            agent_id: p.agent_id,
-            live2d_model: p.live2d_model,
-            emotion_map: p.emotion_map,
-        })
-        .collect()
 }
 
 #[tauri::command]

@@ -20,7 +20,7 @@ use tauri::{Manager, RunEvent, WindowEvent};
 use tomo_core::protocol::Op;
 use tomo_runtime::EnvOptions;
 
-pub use commands::{ProfileEntry, checked_op};
+pub use commands::checked_op;
 pub use config::DesktopConfig;
 pub use events::{PetModeChanged, SessionEvent};
 pub use pet::HitRegion;

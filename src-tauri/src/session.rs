@@ -72,18 +72,18 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
         .await
         .context("cannot start the session")?;
     let ops = session.sender();
-    let state = app.state::<AppState>();
-    if let Some((vad, asr)) = listener {
-        let flags = state.listen.clone();
-        match start_listening(input_device, vad, asr, ops, flags, Arc::clone(&notify)) {
-            Ok(device) => tracing::info!(%device, "listening"),
-            Err(error) => notify(&format!("! no microphone ({error}); type your messages")),
+    let (replay, speaking) = {
+        let state = app.state::<AppState>();
+        if let Some((vad, asr)) = listener {
+            let flags = state.listen.clone();
+            match start_listening(input_device, vad, asr, ops, flags, Arc::clone(&notify)) {
+                Ok(device) => tracing::info!(%device, "listening"),
+                Err(error) => notify(&format!("! no microphone ({error}); type your messages")),
+            }
         }
-    }
-    state.set_session(session, prepared);
-
-    let replay = Arc::clone(&state.replay);
-    let speaking = Arc::clone(&state.listen.speaking);
+        state.set_session(session, prepared);
+        (Arc::clone(&state.replay), Arc::clone(&state.listen.speaking))
+    };
     tauri::async_runtime::spawn(async move {
         while let Some(envelope) = events.recv().await {
             if let Event::StateChanged { to, .. } = &envelope.event {

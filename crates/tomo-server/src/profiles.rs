@@ -9,6 +9,7 @@ use tomo_core::profile::load_profile;
 
 /// One switchable character.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ProfileInfo {
     /// File name inside the profiles directory; what a client sends back in `switch_profile`.
     pub file: String,
