@@ -20,7 +20,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- app log" >&2; cat "$work"/app*.log >&2 || true; exit 1; }
+fail() { echo "FAIL: $*" >&2; [ -n "${TOMO_DESKTOP_SHOTS:-}" ] && cp "$work"/*.png "$TOMO_DESKTOP_SHOTS"/ 2>/dev/null; echo "--- app log" >&2; cat "$work"/app*.log >&2 || true; exit 1; }
 
 display=":$((90 + RANDOM % 100))"
 Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
@@ -30,10 +30,17 @@ for _ in $(seq 50); do xdpyinfo >/dev/null 2>&1 && break; sleep 0.1; done
 xdpyinfo >/dev/null 2>&1 || fail "Xvfb did not start on $display"
 openbox >/dev/null 2>&1 &
 pids+=($!)
+root_colour='#00ff00' # pure green: nothing in the UI or the Shizuku model uses it
+# A root *pixmap* (ImageMagick publishes it as _XSETROOT_ID): that is what the compositor paints behind
+# windows. `xsetroot -solid` only sets a background pixel, and xcompmgr then paints its default grey.
+convert -size 1280x800 "xc:$root_colour" "$work/root.png"
+display -window root "$work/root.png" || true # sets the root and exits 1 (it has no window to wait on)
 xcompmgr >/dev/null 2>&1 &
 pids+=($!)
-root_colour='#00ff00' # pure green: nothing in the UI or the Shizuku model uses it
-xsetroot -solid "$root_colour"
+sleep 1
+import -window root "$work/root-check.png"
+[ "$(convert "$work/root-check.png" -format '%[hex:p{5,5}]' info:)" = "00FF00" ] ||
+    fail "the composited root is not $root_colour; the transparency check would mean nothing"
 
 export XDG_CONFIG_HOME="$work/config" TOMO_DATA_DIR="$work/data" TOMO_TEXT_ONLY=1
 # The webview has no GPU here: software GL for WebGL, and no DMA-BUF renderer (not in Xvfb).
@@ -49,6 +56,7 @@ fraction_of() { # file x y w h colour
 start_app() { # log-name extra-args...
     local log="$work/$1.log"
     shift
+    app_log="$log"
     "$bin" --profile profiles/hana.toml "$@" >"$log" 2>&1 &
     app_pid=$!
     wid=""
@@ -65,13 +73,13 @@ start_app() { # log-name extra-args...
 
 quit_app() { # expects exit 0 and a clean session shutdown
     xdotool windowactivate --sync "$wid" >/dev/null 2>&1 || true
-    xdotool key --window "$wid" alt+F4
+    xdotool key alt+F4 # through XTEST, so openbox sees it (it sends WM_DELETE_WINDOW)
     local status=0
     for _ in $(seq 300); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
     kill -0 "$app_pid" 2>/dev/null && fail "the app did not quit within 30 s of Alt+F4"
     wait "$app_pid" || status=$?
     [ "$status" -eq 0 ] || fail "the app exited with status $status"
-    grep -q "session shut down" "$work"/app*.log || fail "no clean session shutdown in the log"
+    grep -q "session shut down" "$app_log" || fail "no clean session shutdown in the log"
 }
 
 # Retries a screenshot check for up to 30 s (the model loads asynchronously after the window appears).

@@ -9,6 +9,7 @@ const COMMANDS: &[&str] = &[
     "events_since",
     "list_profiles",
     "set_pet_mode",
+    "pet_mode",
     "set_hit_region",
     "quit",
 ];

@@ -16,6 +16,7 @@ pub fn builder() -> Builder<tauri::Wry> {
             commands::events_since,
             commands::list_profiles,
             commands::set_pet_mode,
+            commands::pet_mode,
             commands::set_hit_region,
             commands::quit,
         ])

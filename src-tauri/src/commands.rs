@@ -56,6 +56,13 @@ pub fn set_pet_mode(app: AppHandle, on: bool) -> Result<(), String> {
     pet::set_pet_mode(&app, on).map_err(|e| e.to_string())
 }
 
+/// Whether pet mode is on (the UI asks once at start; changes come as `PetModeChanged` events).
+#[tauri::command]
+#[specta::specta]
+pub fn pet_mode(state: State<'_, AppState>) -> bool {
+    state.pet().on
+}
+
 /// The character's rectangle in the window (CSS pixels); `None` makes the whole window clickable.
 #[tauri::command]
 #[specta::specta]

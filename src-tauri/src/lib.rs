@@ -39,7 +39,8 @@ struct Args {
     #[arg(long)]
     profiles_dir: Option<PathBuf>,
     /// Text only: no microphone, no speech.
-    #[arg(long, env = "TOMO_TEXT_ONLY")]
+    #[arg(long, env = "TOMO_TEXT_ONLY", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
     text: bool,
     /// Start in pet mode (otherwise the last run's mode).
     #[arg(long)]

@@ -39,7 +39,9 @@ export function setupPetMode(opts: { toolbar: HTMLElement; stage: HTMLElement; b
   let on = false;
   const show = (next: boolean) => {
     on = next;
-    document.body.classList.toggle('pet', on);
+    document.documentElement.classList.toggle('pet', on);
+    // The stage changes size (the side panel goes away): let the canvas follow.
+    window.dispatchEvent(new Event('resize'));
     button.setAttribute('aria-pressed', String(on));
     button.textContent = on ? 'Window' : 'Pet mode';
     lastRegion = '';
@@ -48,7 +50,11 @@ export function setupPetMode(opts: { toolbar: HTMLElement; stage: HTMLElement; b
     void commands.setPetMode(!on);
   });
   opts.toolbar.append(button);
-  void events.petModeChanged.listen((e) => show(e.payload.on));
+  // Listen first, then ask: a change in between arrives as an event, and the answer cannot be older than it.
+  void events.petModeChanged
+    .listen((e) => show(e.payload.on))
+    .then(() => commands.petMode())
+    .then(show);
 
   // Drag the pet: a press on the character moves the window (the window manager does the moving).
   opts.stage.addEventListener('mousedown', (e) => {

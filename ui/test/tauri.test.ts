@@ -26,7 +26,7 @@ class FakeBackend implements TauriIpc {
   async eventsSince(lastSeq: number) {
     const events = this.kept.filter((e) => e.seq > lastSeq);
     for (const e of this.duringReplay.splice(0)) this.emit(e);
-    return { events, missed_from: null, missed_to: null, latest_seq: this.kept.at(-1)?.seq ?? 0 };
+    return { events, missed_from: null, missed_to: null, latest_seq: this.kept[this.kept.length - 1]?.seq ?? 0 };
   }
   async sendOp(op: unknown): Promise<string | null> {
     this.sent.push(op);
