@@ -16,11 +16,13 @@ bin="${TOMO_DESKTOP_BIN:-$CARGO_TARGET_DIR/debug/tomo-desktop}"
 work="$(mktemp -d)"
 pids=()
 cleanup() {
+    # TOMO_DESKTOP_SHOTS=DIR keeps the screenshots for a look.
+    [ -n "${TOMO_DESKTOP_SHOTS:-}" ] && cp "$work"/*.png "$TOMO_DESKTOP_SHOTS"/ 2>/dev/null
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -n "${TOMO_DESKTOP_SHOTS:-}" ] && cp "$work"/*.png "$TOMO_DESKTOP_SHOTS"/ 2>/dev/null; echo "--- app log" >&2; cat "$work"/app*.log >&2 || true; exit 1; }
+fail() { echo "FAIL: $*" >&2; echo "--- app log" >&2; cat "$work"/app*.log >&2 || true; exit 1; }
 
 display=":$((90 + RANDOM % 100))"
 Xvfb "$display" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
@@ -31,20 +33,22 @@ xdpyinfo >/dev/null 2>&1 || fail "Xvfb did not start on $display"
 openbox >/dev/null 2>&1 &
 pids+=($!)
 root_colour='#00ff00' # pure green: nothing in the UI or the Shizuku model uses it
-# A root *pixmap* (ImageMagick publishes it as _XSETROOT_ID): that is what the compositor paints behind
-# windows. `xsetroot -solid` only sets a background pixel, and xcompmgr then paints its default grey.
-convert -size 1280x800 "xc:$root_colour" "$work/root.png"
-display -window root "$work/root.png" || true # sets the root and exits 1 (it has no window to wait on)
 xcompmgr >/dev/null 2>&1 &
 pids+=($!)
+# The "desktop" behind the pet: a window filled with that colour. (A root background would be more direct,
+# but with openbox running xcompmgr paints the root black whatever xsetroot or ImageMagick set.)
+convert -size 1280x800 "xc:$root_colour" "$work/backdrop.png"
+display -geometry 1280x800+0+0 -title backdrop "$work/backdrop.png" &
+pids+=($!)
+for _ in $(seq 50); do xdotool search --onlyvisible --name '^backdrop' >/dev/null 2>&1 && break; sleep 0.1; done
 sleep 1
-import -window root "$work/root-check.png"
-[ "$(convert "$work/root-check.png" -format '%[hex:p{5,5}]' info:)" = "00FF00" ] ||
-    fail "the composited root is not $root_colour; the transparency check would mean nothing"
+import -window root "$work/backdrop-check.png"
+[ "$(convert "$work/backdrop-check.png" -format '%[hex:p{640,400}]' info:)" = "00FF00" ] ||
+    fail "the backdrop is not $root_colour on screen; the transparency check would mean nothing"
 
 export XDG_CONFIG_HOME="$work/config" TOMO_DATA_DIR="$work/data" TOMO_TEXT_ONLY=1
 # The webview has no GPU here: software GL for WebGL, and no DMA-BUF renderer (not in Xvfb).
-export LIBGL_ALWAYS_SOFTWARE=1 WEBKIT_DISABLE_DMABUF_RENDERER=1
+export LIBGL_ALWAYS_SOFTWARE=1 WEBKIT_DISABLE_DMABUF_RENDERER=1 WEBKIT_DISABLE_COMPOSITING_MODE=1
 export TOMO_LLM_BASE_URL="http://127.0.0.1:9/v1" TOMO_LLM_MODEL=unused
 
 # Fraction (0..1) of pixels of the window's rectangle in a root screenshot that are exactly `colour`.

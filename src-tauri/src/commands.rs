@@ -66,13 +66,21 @@ pub fn pet_mode(state: State<'_, AppState>) -> bool {
 /// The character's rectangle in the window (CSS pixels); `None` makes the whole window clickable.
 #[tauri::command]
 #[specta::specta]
-pub fn set_hit_region(state: State<'_, AppState>, region: Option<HitRegion>) -> Result<(), String> {
+pub fn set_hit_region(
+    app: AppHandle,
+    state: State<'_, AppState>,
+    region: Option<HitRegion>,
+) -> Result<(), String> {
     if let Some(region) = region
         && !region.is_valid()
     {
         return Err(format!("invalid hit region {region:?}"));
     }
-    state.update_pet(|pet| pet.hit = region);
+    let (was, on) = state.update_pet(|pet| (std::mem::replace(&mut pet.hit, region), pet.on));
+    // The first region in pet mode means the UI has restyled for it: clear what the opaque layout left.
+    if on && was.is_none() && region.is_some() {
+        pet::refresh_surface(pet::main_window(&app).map_err(|e| e.to_string())?);
+    }
     Ok(())
 }
 

@@ -45,7 +45,8 @@ impl DesktopConfig {
             source,
         };
         std::fs::create_dir_all(dir).map_err(write)?;
-        let text = serde_json::to_string_pretty(self).map_err(|e| write(std::io::Error::other(e)))?;
+        let text =
+            serde_json::to_string_pretty(self).map_err(|e| write(std::io::Error::other(e)))?;
         std::fs::write(&path, text).map_err(write)
     }
 }

@@ -33,7 +33,12 @@ use state::AppState;
 #[command(name = "tomo-desktop", version, about = "Tomo, a desktop AI companion")]
 struct Args {
     /// The character profile the session starts with.
-    #[arg(long, short, env = "TOMO_PROFILE", default_value = "profiles/hana.toml")]
+    #[arg(
+        long,
+        short,
+        env = "TOMO_PROFILE",
+        default_value = "profiles/hana.toml"
+    )]
     profile: PathBuf,
     /// Profiles the UI and the tray may switch to (default: the folder of --profile).
     #[arg(long)]
@@ -63,18 +68,18 @@ struct Args {
 pub fn run() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let profiles_dir = args.profiles_dir.clone().unwrap_or_else(|| {
-        match args.profile.parent() {
+    let profiles_dir = args
+        .profiles_dir
+        .clone()
+        .unwrap_or_else(|| match args.profile.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
-        }
-    });
+        });
     let options = SessionOptions {
         profile: args.profile.clone(),
         text: args.text,
@@ -142,7 +147,10 @@ pub fn run() -> ExitCode {
 /// Clean exit: `shutdown` to the session, wait for it (history flushed), let memory settle, exit 0.
 pub(crate) async fn quit(app: tauri::AppHandle) {
     let state = app.state::<AppState>();
-    if state.quitting.swap(true, std::sync::atomic::Ordering::SeqCst) {
+    if state
+        .quitting
+        .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
         return;
     }
     if let Ok(window) = pet::main_window(&app) {

@@ -50,7 +50,8 @@ pub enum PetError {
 }
 
 pub fn main_window(app: &AppHandle) -> Result<WebviewWindow, PetError> {
-    app.get_webview_window(MAIN_WINDOW).ok_or(PetError::NoWindow)
+    app.get_webview_window(MAIN_WINDOW)
+        .ok_or(PetError::NoWindow)
 }
 
 /// Turns pet mode on or off, remembers it and tells the UI and the tray.
@@ -82,6 +83,24 @@ pub fn set_pet_mode(app: &AppHandle, on: bool) -> Result<(), PetError> {
     }
     tray::show_pet_mode(app, on);
     Ok(())
+}
+
+/// WebKitGTK on X11 composites a transparent page *over* the window's last frame instead of replacing it,
+/// so what the opaque normal layout painted stays visible after the page turns transparent. Resizing the
+/// window reallocates its surface, which clears it. Called when the UI reports its first pet-mode hit
+/// region, i.e. once it has restyled.
+pub fn refresh_surface(window: WebviewWindow) {
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        let Ok(size) = window.inner_size() else {
+            return;
+        };
+        let nudged = tauri::PhysicalSize::new(size.width + 1, size.height);
+        if window.set_size(nudged).is_ok() {
+            std::thread::sleep(Duration::from_millis(100));
+            let _ = window.set_size(size);
+        }
+    });
 }
 
 /// Keeps the pet's position for the next run (only pet mode's: the normal window is the WM's business).

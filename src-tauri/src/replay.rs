@@ -59,7 +59,11 @@ impl Replay {
     /// earlier backend) gets the whole buffer, like a new client.
     pub fn since(&self, last_seq: u64) -> EventsSince {
         let inner = self.lock();
-        let after = if last_seq > inner.latest_seq { 0 } else { last_seq };
+        let after = if last_seq > inner.latest_seq {
+            0
+        } else {
+            last_seq
+        };
         let oldest = inner.ring.front().map_or(inner.latest_seq + 1, |e| e.seq);
         let (missed_from, missed_to) = if after + 1 < oldest {
             (Some(after + 1), Some(oldest - 1))

@@ -49,7 +49,9 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
                 match (voice::vad(&store), voice::asr(&profile, &store)) {
                     (Ok(vad), Ok(asr)) => listener = Some((vad, asr)),
                     (Err(error), _) | (_, Err(error)) => {
-                        notify(&format!("! no speech input ({error:#}); type your messages"));
+                        notify(&format!(
+                            "! no speech input ({error:#}); type your messages"
+                        ));
                     }
                 }
                 match tomo_runtime::speaker_sink(&profile, &store, options.tts_workers) {
@@ -61,7 +63,9 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
                 }
             }
             Err(error) => {
-                notify(&format!("! voice models unavailable ({error:#}); text only"));
+                notify(&format!(
+                    "! voice models unavailable ({error:#}); text only"
+                ));
                 Arc::new(TextSink)
             }
         }
@@ -82,7 +86,10 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
             }
         }
         state.set_session(session, prepared);
-        (Arc::clone(&state.replay), Arc::clone(&state.listen.speaking))
+        (
+            Arc::clone(&state.replay),
+            Arc::clone(&state.listen.speaking),
+        )
     };
     tauri::async_runtime::spawn(async move {
         while let Some(envelope) = events.recv().await {

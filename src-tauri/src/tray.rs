@@ -30,7 +30,13 @@ pub fn build(app: &AppHandle) -> tauri::Result<()> {
     let characters = Submenu::with_id(app, "characters", "Character", true)?;
     for profile in tomo_server::profiles::list(&state.profiles_dir) {
         let id = format!("{PROFILE_PREFIX}{}", profile.file);
-        characters.append(&MenuItem::with_id(app, id, &profile.name, true, None::<&str>)?)?;
+        characters.append(&MenuItem::with_id(
+            app,
+            id,
+            &profile.name,
+            true,
+            None::<&str>,
+        )?)?;
     }
     let quit = MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?;
     let separator = PredefinedMenuItem::separator(app)?;
@@ -62,7 +68,11 @@ fn on_menu(app: &AppHandle, id: &str) {
         SHOW => {
             if let Ok(window) = pet::main_window(app) {
                 let visible = window.is_visible().unwrap_or(true);
-                let result = if visible { window.hide() } else { window.show() };
+                let result = if visible {
+                    window.hide()
+                } else {
+                    window.show()
+                };
                 if let Err(error) = result {
                     tracing::warn!(%error, "cannot show/hide the window");
                 }
@@ -84,7 +94,12 @@ fn on_menu(app: &AppHandle, id: &str) {
         }
         other => {
             if let Some(file) = other.strip_prefix(PROFILE_PREFIX) {
-                send(app, Op::SwitchProfile { path: file.to_owned() });
+                send(
+                    app,
+                    Op::SwitchProfile {
+                        path: file.to_owned(),
+                    },
+                );
             }
         }
     }

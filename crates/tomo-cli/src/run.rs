@@ -17,9 +17,9 @@ use tomo_speech::models::{InstallOptions, ModelStore};
 use tomo_speech::voice_sink::VoiceSink;
 
 use crate::LlmFlags;
+use crate::models_cmd;
 use crate::render::Renderer;
 use crate::session_env::{SessionFlags, environment, load_profile_or_report};
-use crate::models_cmd;
 use tomo_runtime::{ListenFlags, start_listening, voice};
 
 #[derive(Debug, Args)]

@@ -50,7 +50,14 @@ pub fn start_listening(
     spawn_asr(asr, segments_rx, ops.clone(), Arc::clone(&notify));
     thread::spawn(move || {
         let _capture = capture; // keep the device open as long as this thread runs
-        listen(&mut segmenter, &streams, &ops, &flags, &segments_tx, &*notify);
+        listen(
+            &mut segmenter,
+            &streams,
+            &ops,
+            &flags,
+            &segments_tx,
+            &*notify,
+        );
     });
     Ok(name)
 }

@@ -53,7 +53,13 @@ pub fn install_missing(
     let missing = missing_models(store, profile)?;
     if !missing.is_empty() {
         tomo_speech::models::install(store, &missing, &InstallOptions::default(), on_event)
-            .with_context(|| format!("cannot install {} into {}", missing.join(", "), store.root.display()))?;
+            .with_context(|| {
+                format!(
+                    "cannot install {} into {}",
+                    missing.join(", "),
+                    store.root.display()
+                )
+            })?;
     }
     Ok(missing)
 }
