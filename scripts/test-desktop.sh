@@ -2,8 +2,8 @@
 # The desktop app for real under Xvfb + openbox + xcompmgr (a compositor: pet mode's transparency needs one).
 # 1. Normal mode: the window appears and the Live2D character is drawn (screenshot pixels differ from the
 #    page background where the character stands). Alt+F4 quits: exit status 0, session shut down.
-# 2. Pet mode (--pet): the root window is painted a colour the UI never uses; the screenshot shows that colour
-#    through most of the window (transparent) but not all of it (the character). Quits with 0 again, and the
+# 2. Pet mode (--pet): a backdrop window of a colour the UI never uses lies under the pet; the screenshot shows
+#    that colour through most of the window (transparent) but not all of it (the character). Quits with 0 again, and the
 #    pet's position was saved to the app config dir.
 # Text mode (no models or sound needed); the LLM is never called (no turn is sent).
 # Usage: scripts/test-desktop.sh   (after `cargo build -p tomo-desktop`; needs ui/dist built before that)
