@@ -9,12 +9,18 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # cmake/clang: whisper.cpp (whisper-rs); libasound2-dev: cpal; espeak-ng: Piper phonemes and a fallback
 # voice; flite: fallback voice; pulseaudio + alsa plugins: a real (null) sound device for tests; sox: test audio;
 # chromium: the web UI's end-to-end tests (driven by playwright-core, which downloads no browser);
-# libxcb*/libxrandr/pipewire/wayland/egl/gbm: xcap (screen capture); xvfb, openbox, imagemagick, xdotool,
-# x11-utils, fonts-wqy-zenhei: a private X desktop with real windows showing English and Chinese text.
+# libxcb*/libxrandr/pipewire/wayland/egl/gbm: xcap (screen capture).
+# The desktop app (src-tauri): WebKitGTK 4.1, GTK 3, libsoup 3, the tray (ayatana appindicator), librsvg,
+# libxdo. A private X desktop for tests: Xvfb, openbox, xcompmgr (transparency needs a compositor),
+# ImageMagick (windows showing text, screenshots), xdotool, x11-utils (xdpyinfo, xprop), x11-xserver-utils
+# (xsetroot), fonts-wqy-zenhei (Chinese text for OCR), dbus-x11 (the tray's session bus under Xvfb).
 TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 python3-venv cmake clang libclang-dev
     libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox chromium
     libxcb1-dev libxrandr-dev libxcb-randr0-dev libxcb-shm0-dev libpipewire-0.3-dev libwayland-dev libegl-dev
-    libgbm-dev xvfb xauth openbox imagemagick xdotool x11-utils fonts-wqy-zenhei)
+    libgbm-dev
+    libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev librsvg2-dev
+    libayatana-appindicator3-dev libxdo-dev
+    xvfb xauth openbox xcompmgr imagemagick xdotool x11-utils x11-xserver-utils fonts-wqy-zenhei dbus-x11)
 
 tomo_install_system_packages() {
     local missing=()
@@ -32,4 +38,11 @@ tomo_install_system_packages() {
         echo "error: cargo is not installed; install Rust with rustup (https://rustup.rs) first" >&2
         return 1
     fi
+}
+
+# The web UI: the pinned npm packages (lock file), type-check + build into ui/dist. The desktop app embeds
+# ui/dist at compile time, so this runs before anything builds or lints src-tauri.
+tomo_build_ui() {
+    command -v npm >/dev/null || { echo "error: npm (Node.js 20+) is needed to build the web UI" >&2; return 1; }
+    (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
 }

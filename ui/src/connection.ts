@@ -7,6 +7,18 @@ import { parseFrame, type ControlFrame, type EventEnvelope, type Op } from './pr
 
 export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
+/** How the UI reaches the session: a WebSocket to `tomo serve` ([`Connection`]) or Tauri IPC in the desktop
+ * app (`TauriConnection` in tauri.ts). Both apply events through a SeqTracker: each exactly once, in order. */
+export interface Transport {
+  readonly seq: SeqTracker;
+  status: ConnectionStatus;
+  start(): void;
+  stop(): void;
+  /** False when not connected; nothing is queued. */
+  send(op: Op): boolean;
+  dropForTest(): void;
+}
+
 /** Tracks the last applied seq and filters duplicates. Pure, so it is unit-tested on its own. */
 export class SeqTracker {
   lastSeq: number | null = null;
@@ -82,7 +94,7 @@ export interface ConnectionOptions {
 
 const OPEN = 1;
 
-export class Connection {
+export class Connection implements Transport {
   readonly seq = new SeqTracker();
   status: ConnectionStatus = 'closed';
   private socket: SocketLike | null = null;

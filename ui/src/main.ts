@@ -1,6 +1,8 @@
 // Wires the pieces: socket events -> reducer -> DOM, and -> director -> Live2D character.
 import './style.css';
-import { Connection } from './connection';
+import { Connection, type Transport } from './connection';
+import { bindingsIpc, desktopProfiles, setupPetMode } from './desktop';
+import { TauriConnection, inTauri } from './tauri';
 import { controlNotice } from './control';
 import { Director } from './director';
 import { Character } from './live2d';
@@ -119,22 +121,26 @@ function onEvent(ev: EventEnvelope): void {
   }
 }
 
-const socketUrl = serverSocketUrl();
-const conn = new Connection({
-  url: socketUrl,
+const desktop = inTauri();
+const handlers = {
   onEvent,
-  onStatus: (s) => ui.setStatus(s),
-  onControl: (frame) => {
+  onStatus: (s: Parameters<Ui['setStatus']>[0]) => ui.setStatus(s),
+  onControl: (frame: Parameters<typeof controlNotice>[0]) => {
     const notice = controlNotice(frame);
     notify(notice.level, notice.text);
     // A refused switch_profile would leave the switcher showing a character that never loaded.
     if (frame.type === 'error') ui.setProfiles(profiles, state.character);
   },
-});
+};
+const socketUrl = desktop ? '' : serverSocketUrl();
+const conn: Transport = desktop
+  ? new TauriConnection({ ipc: bindingsIpc, ...handlers })
+  : new Connection({ url: socketUrl, ...handlers });
+if (desktop) setupPetMode({ toolbar: ui.toolbar, stage: ui.stage, bounds: () => character.bounds() });
 
 async function boot(): Promise<void> {
   try {
-    profiles = await fetchProfiles(httpBase(socketUrl));
+    profiles = desktop ? await desktopProfiles() : await fetchProfiles(httpBase(socketUrl));
     ui.setProfiles(profiles, state.character);
   } catch {
     ui.setProfiles([], null); // the switcher stays empty; chatting works without it

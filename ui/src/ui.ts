@@ -37,6 +37,8 @@ const STATUS_TEXT: Record<ConnectionStatus, string> = {
 
 export class Ui {
   readonly stage: HTMLElement;
+  /** The header bar (the desktop app adds its pet-mode toggle here). */
+  readonly toolbar: HTMLElement;
   private readonly h: UiHandlers;
   private readonly conn = el('span', { class: 'conn', 'data-testid': 'connection', 'data-status': 'closed' });
   private readonly profileSelect = el('select', { 'data-testid': 'profile-select', 'aria-label': 'Character' });
@@ -70,10 +72,11 @@ export class Ui {
     const interrupt = el('button', { type: 'button', class: 'danger', 'data-testid': 'interrupt' }, 'Stop');
     const send = el('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
     const form = el('form', { class: 'composer' }, this.input, send, interrupt);
+    this.toolbar = el('header', { class: 'bar' }, this.conn, this.stateBadge, this.watchBox, this.moodBadge,
+      this.profileSelect, this.micBtn, this.dndBtn, settingsBtn);
 
     root.append(
-      el('header', { class: 'bar' }, this.conn, this.stateBadge, this.watchBox, this.moodBadge, this.profileSelect,
-        this.micBtn, this.dndBtn, settingsBtn),
+      this.toolbar,
       el('main', { class: 'layout' },
         el('section', { class: 'character' }, this.stage, subtitles, this.latency),
         el('aside', { class: 'side' }, this.chips, this.transcript, form)),

@@ -17,7 +17,7 @@ use tomo_testkit::{ScriptedServer, script};
 
 use crate::LlmFlags;
 use crate::session_env::{SessionFlags, environment, load_profile_or_report};
-use crate::voice;
+use tomo_runtime::voice;
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {

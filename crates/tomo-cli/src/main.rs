@@ -5,14 +5,12 @@ mod bench_vision;
 mod chat;
 mod memory_cmd;
 mod models_cmd;
-mod paths;
 mod profile_cmd;
 mod render;
 mod run;
 mod serve;
 mod session_env;
 mod talk;
-mod voice;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -12,7 +12,7 @@ use tomo_core::profile::{Profile, load_profile};
 use tomo_core::session::default_data_root;
 use tomo_memory::{Backend, Fact, MemoryConfig, MemoryStore, database_path};
 
-use crate::paths::plugins_dir_for;
+use tomo_runtime::paths::plugins_dir_for;
 
 #[derive(Debug, Args)]
 pub struct MemoryArgs {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use tomo_core::profile::{Severity, check_profile, profile_json_schema};
 
-use crate::paths::plugins_dir_for;
+use tomo_runtime::paths::plugins_dir_for;
 
 pub fn check(file: &Path, plugins_dir: Option<&Path>) -> ExitCode {
     let plugins = plugins_dir_for(file, plugins_dir);

@@ -4,27 +4,23 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
+use std::sync::atomic::Ordering;
 
 use anyhow::Context;
 use clap::Args;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::mpsc;
-use tomo_audio::{
-    Capture, CaptureConfig, CaptureStatus, ListenMode, RodioOutput, Segmenter, SegmenterEvent,
-};
-use tomo_core::protocol::{Event, Op, SessionState};
+use tomo_audio::RodioOutput;
+use tomo_core::protocol::Op;
 use tomo_core::session::start_session;
 use tomo_core::sink::{OutputSink, TextSink};
-use tomo_speech::asr::SpeechToText;
 use tomo_speech::models::{InstallOptions, ModelStore};
 use tomo_speech::voice_sink::VoiceSink;
 
 use crate::LlmFlags;
+use crate::models_cmd;
 use crate::render::Renderer;
 use crate::session_env::{SessionFlags, environment, load_profile_or_report};
-use crate::{models_cmd, voice};
+use tomo_runtime::{ListenFlags, start_listening, voice};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -90,43 +86,26 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 
     // Half-duplex by default: while the character speaks, the microphone is ignored so it does not
     // answer its own voice coming out of the speakers.
-    let speaking = Arc::new(AtomicBool::new(false));
-    let listening = match Capture::spawn(CaptureConfig {
-        device: input_device,
-        ..CaptureConfig::default()
-    }) {
-        Ok((capture, streams)) => match capture.start() {
-            Ok(device) => {
-                eprintln!("* listening on {device}");
-                let mut segmenter = Segmenter::new(vad, &voice::segmenter_config());
-                let (ops, speaking, barge_in) = (ops.clone(), Arc::clone(&speaking), args.barge_in);
-                let (segments_tx, segments_rx) = std::sync::mpsc::sync_channel(4);
-                spawn_asr(asr, segments_rx, ops.clone());
-                thread::spawn(move || {
-                    let _capture = capture; // keep the device open as long as this thread runs
-                    listen(
-                        &mut segmenter,
-                        &streams,
-                        &ops,
-                        &speaking,
-                        barge_in,
-                        &segments_tx,
-                    );
-                });
-                true
-            }
-            Err(error) => {
-                eprintln!("! no microphone ({error}); type your messages");
-                false
-            }
-        },
+    let flags = ListenFlags {
+        barge_in: args.barge_in,
+        ..ListenFlags::default()
+    };
+    let follow = flags.clone();
+    let notify: tomo_runtime::Notify = Arc::new(|line: &str| eprintln!("{line}"));
+    let listening = match start_listening(input_device, vad, asr, ops.clone(), flags, notify) {
+        Ok(device) => {
+            eprintln!("* listening on {device}");
+            true
+        }
         Err(error) => {
             eprintln!("! no microphone ({error}); type your messages");
             false
         }
     };
     if listening {
-        eprintln!("Speak, or type a message. Ctrl-C interrupts an answer, Ctrl-D quits.");
+        eprintln!(
+            "Speak, or type a message (/mute, /unmute, /quiet, /unquiet). Ctrl-C interrupts an answer, Ctrl-D quits."
+        );
     } else {
         eprintln!("Type a message. Ctrl-C interrupts an answer, Ctrl-D quits.");
     }
@@ -139,13 +118,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             envelope = events.recv() => {
                 let Some(envelope) = envelope else { break };
                 renderer.show(&envelope);
-                if let Event::StateChanged { to, .. } = envelope.event {
-                    speaking.store(to == SessionState::Speaking, Ordering::SeqCst);
-                }
+                follow.follow(&envelope.event);
             }
             line = lines.next_line(), if stdin_open => match line {
                 Ok(Some(line)) if !line.trim().is_empty() => {
-                    ops.send(Op::UserText { text: line.trim().to_owned() }).await.ok();
+                    ops.send(typed_op(line.trim())).await.ok();
                 }
                 Ok(Some(_)) => {}
                 // Ctrl-D (or no terminal): keep running on voice if we listen, else quit.
@@ -154,7 +131,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             },
             _ = tokio::signal::ctrl_c() => {
                 ops.send(Op::Interrupt).await.ok();
-                if !speaking.load(Ordering::SeqCst) {
+                if !follow.speaking.load(Ordering::SeqCst) {
                     break;
                 }
             }
@@ -166,81 +143,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The capture side: frames → VAD segmenter → `speech_started` ops and segments for ASR.
-fn listen(
-    segmenter: &mut Segmenter<tomo_audio::SileroVad>,
-    streams: &tomo_audio::CaptureStreams,
-    ops: &mpsc::Sender<Op>,
-    speaking: &AtomicBool,
-    barge_in: bool,
-    segments: &std::sync::mpsc::SyncSender<Vec<f32>>,
-) {
-    loop {
-        while let Ok(status) = streams.status.try_recv() {
-            match status {
-                CaptureStatus::Lost(why) => eprintln!("! microphone lost ({why}); retrying"),
-                CaptureStatus::Restored(device) => eprintln!("* microphone back: {device}"),
-                _ => {}
-            }
-        }
-        let Ok(frame) = streams.frames.recv() else {
-            return; // capture thread gone
-        };
-        let wanted = if speaking.load(Ordering::SeqCst) && !barge_in {
-            ListenMode::Muted
-        } else {
-            ListenMode::HandsFree
-        };
-        if segmenter.mode() != wanted {
-            segmenter.set_mode(wanted);
-        }
-        let events = match segmenter.push(&frame) {
-            Ok(events) => events,
-            Err(error) => {
-                eprintln!("! voice detection failed: {error}");
-                continue;
-            }
-        };
-        for event in events {
-            match event {
-                SegmenterEvent::SpeechStarted { .. } => {
-                    let _ = ops.blocking_send(Op::SpeechStarted);
-                }
-                SegmenterEvent::Segment(segment) => {
-                    // Full queue: the recognizer is far behind; dropping the utterance beats stalling capture.
-                    if segments.try_send(segment.samples).is_err() {
-                        tracing::warn!("speech recognizer busy; an utterance was dropped");
-                    }
-                }
-                SegmenterEvent::SpeechEnded { .. } => {}
-            }
-        }
+/// A typed line: `/mute`, `/unmute`, `/quiet` and `/unquiet` switch the microphone and do-not-disturb;
+/// anything else is said to the character.
+fn typed_op(line: &str) -> Op {
+    match line {
+        "/mute" => Op::SetMicMuted { muted: true },
+        "/unmute" => Op::SetMicMuted { muted: false },
+        "/quiet" => Op::SetDoNotDisturb { enabled: true },
+        "/unquiet" => Op::SetDoNotDisturb { enabled: false },
+        text => Op::UserText {
+            text: text.to_owned(),
+        },
     }
-}
-
-/// Recognizes utterances on its own thread, so capture never waits for ASR.
-fn spawn_asr(
-    asr: Arc<dyn SpeechToText>,
-    segments: std::sync::mpsc::Receiver<Vec<f32>>,
-    ops: mpsc::Sender<Op>,
-) {
-    thread::spawn(move || {
-        while let Ok(samples) = segments.recv() {
-            let started = std::time::Instant::now();
-            let transcript = match asr.transcribe(&samples) {
-                Ok(transcript) => transcript.text,
-                Err(error) => {
-                    eprintln!("! speech recognition failed: {error}");
-                    String::new()
-                }
-            };
-            let op = Op::SpeechEnded {
-                transcript,
-                asr_ms: started.elapsed().as_millis() as u64,
-            };
-            if ops.blocking_send(op).is_err() {
-                return;
-            }
-        }
-    });
 }

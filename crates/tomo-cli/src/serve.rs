@@ -10,18 +10,14 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tomo_audio::RodioOutput;
 use tomo_core::profile::Profile;
 use tomo_core::protocol::Op;
 use tomo_core::session::start_session;
 use tomo_core::sink::{OutputSink, TextSink};
 use tomo_server::{Server, ServerConfig};
-use tomo_speech::models::ModelStore;
-use tomo_speech::voice_sink::VoiceSink;
 
 use crate::LlmFlags;
 use crate::session_env::{SessionFlags, environment, load_profile_or_report};
-use crate::voice;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -133,23 +129,11 @@ fn folder_of(profile: &Path) -> PathBuf {
 
 /// Speech on this machine's speakers when there are any; otherwise text events only, said once on stderr.
 fn voice_sink(profile: &Profile, workers: usize) -> Arc<dyn OutputSink> {
-    let voiced = ModelStore::from_env()
-        .map_err(anyhow::Error::from)
-        .and_then(|store| Ok((voice::tts(profile, &store)?, store)))
-        .and_then(|(tts, store)| {
-            let output =
-                RodioOutput::open(profile.tts.output_device.as_deref()).context("no speakers")?;
-            let sink = VoiceSink::new(tts, Arc::new(output), workers)
-                .with_voices(voice::voice_builder(&store));
-            Ok(Arc::new(sink) as Arc<dyn OutputSink>)
-        });
-    match voiced {
-        Ok(sink) => sink,
-        Err(error) => {
-            eprintln!("! {error:#}; answers are text only (use --text to say so)");
-            Arc::new(TextSink)
-        }
+    let (sink, problem) = tomo_runtime::speaker_sink_or_text(profile, workers);
+    if let Some(error) = problem {
+        eprintln!("! {error:#}; answers are text only (use --text to say so)");
     }
+    sink
 }
 
 /// Ctrl-C, or SIGTERM from a service manager or a test harness.

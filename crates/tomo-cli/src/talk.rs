@@ -17,7 +17,7 @@ use tomo_speech::voice_sink::VoiceSink;
 use crate::LlmFlags;
 use crate::render::Renderer;
 use crate::session_env::{SessionFlags, environment, load_profile_or_report};
-use crate::voice;
+use tomo_runtime::voice;
 
 #[derive(Debug, Args)]
 pub struct TalkArgs {

@@ -10,6 +10,7 @@ pub type TurnId = u64;
 
 /// Operations a client sends to a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
     /// A typed (or transcribed) user message that starts a turn.
@@ -46,6 +47,7 @@ pub enum Op {
 
 /// A rectangle in the sensor's coordinates (for the screen watcher: pixels of the watched window).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Region {
     pub x: i32,
     pub y: i32,
@@ -55,6 +57,7 @@ pub struct Region {
 
 /// Something a sensor noticed, e.g. new text on the watched game window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Observation {
     /// The sensor plugin that made it (e.g. `screen_watch`).
     pub source: String,
@@ -71,6 +74,7 @@ pub struct Observation {
 /// What a sensor is doing, as shown in the UI (the privacy indicator reads `watching`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum SensorState {
     Watching {
         target: String,
@@ -88,6 +92,7 @@ pub enum SensorState {
 /// Why a proactive turn was not started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum ProactiveSkip {
     /// A turn is running or its output is still playing.
     Busy,
@@ -99,6 +104,7 @@ pub enum ProactiveSkip {
 
 /// Conversation states, owned by the session coordinator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
     Idle,
@@ -109,6 +115,7 @@ pub enum SessionState {
 
 /// Lifecycle of one tool call as seen by clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     Running,
@@ -119,6 +126,7 @@ pub enum ToolStatus {
 /// A tool call as a structured event: emitted `Running` for every call of a round before any runs,
 /// then once more `Completed` or `Error` with the result text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ToolCallEvent {
     pub tool_id: String,
     pub tool_name: String,
@@ -134,6 +142,7 @@ pub struct ToolCallEvent {
 
 /// Something the character does while saying a sentence.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
     /// An `[emotion]` tag that names a key of the profile's emotion map.
@@ -145,6 +154,7 @@ pub enum Action {
 
 /// One sentence out of the token pipeline, ready for display and speech.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Sentence {
     /// 0-based position within its turn.
     pub index: u32,
@@ -157,6 +167,7 @@ pub struct Sentence {
 
 /// Why a turn ended normally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum TurnEnd {
     /// The model answered without asking for more tools.
@@ -167,6 +178,7 @@ pub enum TurnEnd {
 
 /// What a latency report measures from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum LatencyOrigin {
     SpeechEnd,
@@ -175,6 +187,7 @@ pub enum LatencyOrigin {
 
 /// Which lifecycle hook a report is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum HookStage {
     BeforeTurn,
@@ -184,6 +197,7 @@ pub enum HookStage {
 
 /// Machine-readable error categories for clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     LlmUnreachable,
@@ -202,6 +216,7 @@ pub enum ErrorCode {
 
 /// Events a session emits, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
     /// The session is ready (after start or a profile switch).
@@ -324,6 +339,7 @@ pub enum Event {
 
 /// An event plus its per-session sequence number.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct EventEnvelope {
     pub seq: u64,
     #[serde(flatten)]

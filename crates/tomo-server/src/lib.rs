@@ -39,7 +39,7 @@
 
 mod auth;
 mod hub;
-mod profiles;
+pub mod profiles;
 mod routes;
 mod ws;
 

@@ -9,7 +9,8 @@ use tomo_core::profile::load_profile;
 
 /// One switchable character.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct ProfileInfo {
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ProfileInfo {
     /// File name inside the profiles directory; what a client sends back in `switch_profile`.
     pub file: String,
     pub name: String,
@@ -20,7 +21,7 @@ pub(crate) struct ProfileInfo {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum SwitchError {
+pub enum SwitchError {
     #[error("profile switching is disabled: the server has no profiles directory")]
     NoDirectory,
     #[error("profile `{0}` is not a .toml file inside the profiles directory")]
@@ -35,7 +36,7 @@ pub(crate) enum SwitchError {
 
 /// Resolves a client's `switch_profile` path (relative to `dir`, or absolute) to a canonical path inside
 /// `dir`. Symlinks are followed before the check, so a link pointing outside is refused too.
-pub(crate) fn resolve(dir: Option<&Path>, requested: &str) -> Result<PathBuf, SwitchError> {
+pub fn resolve(dir: Option<&Path>, requested: &str) -> Result<PathBuf, SwitchError> {
     let dir = dir.ok_or(SwitchError::NoDirectory)?;
     let dir = dir.canonicalize().map_err(|source| SwitchError::Missing {
         path: dir.display().to_string(),
@@ -57,7 +58,7 @@ pub(crate) fn resolve(dir: Option<&Path>, requested: &str) -> Result<PathBuf, Sw
 
 /// Every profile in `dir` that loads, sorted by file name. Broken ones are logged and left out: the
 /// switcher should offer only characters that can start.
-pub(crate) fn list(dir: &Path) -> Vec<ProfileInfo> {
+pub fn list(dir: &Path) -> Vec<ProfileInfo> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) => {

@@ -1,4 +1,4 @@
-//! Where the CLI finds plugins when not told.
+//! Where a front end finds plugins when not told.
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
-//! Building the voice pipeline from a profile and the model store: VAD, ASR, TTS. Shared by `tomo talk`,
-//! `tomo run` and `tomo bench voice`.
+//! Building the voice pipeline from a profile and the model store: VAD, ASR, TTS, and the first-run install
+//! of what a profile needs. Shared by `tomo talk`, `tomo run`, `tomo bench voice` and the desktop app.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use tomo_core::profile::Profile;
 use tomo_speech::asr::cloud::CloudAsr;
 use tomo_speech::asr::whisper::WhisperAsr;
 use tomo_speech::asr::{SpeechToText, Transcript};
-use tomo_speech::models::{ModelStatus, ModelStore};
+use tomo_speech::models::{InstallEvent, InstallOptions, ModelStatus, ModelStore};
 use tomo_speech::tts::{self, TextToSpeech};
 use tomo_speech::voice_sink::VoiceBuilder;
 
@@ -40,6 +40,27 @@ pub fn missing_models(store: &ModelStore, profile: &Profile) -> anyhow::Result<V
             Err(_) if name.starts_with("piper-") => {}
             Err(error) => return Err(error.into()),
         }
+    }
+    Ok(missing)
+}
+
+/// Installs the models `profile` needs that are missing (first run), reporting progress to `on_event`.
+/// Returns the names it installed (empty: nothing was missing). Blocking: downloads and hashes files.
+pub fn install_missing(
+    store: &ModelStore,
+    profile: &Profile,
+    on_event: &mut dyn FnMut(InstallEvent),
+) -> anyhow::Result<Vec<String>> {
+    let missing = missing_models(store, profile)?;
+    if !missing.is_empty() {
+        tomo_speech::models::install(store, &missing, &InstallOptions::default(), on_event)
+            .with_context(|| {
+                format!(
+                    "cannot install {} into {}",
+                    missing.join(", "),
+                    store.root.display()
+                )
+            })?;
     }
     Ok(missing)
 }

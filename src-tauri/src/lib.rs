@@ -1,0 +1,166 @@
+//! The Tomo desktop app: the web UI (`ui/dist`, embedded at compile time) in a Tauri window, normal or pet
+//! mode, with the session running in-process (text and voice; see `tomo-runtime`). The webview talks to
+//! it through typed commands and one typed event (see [`bindings`]).
+
+pub mod bindings;
+mod commands;
+mod config;
+mod events;
+mod pet;
+mod replay;
+mod session;
+mod state;
+mod tray;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tauri::{Manager, RunEvent, WindowEvent};
+use tomo_core::protocol::Op;
+use tomo_runtime::EnvOptions;
+
+pub use commands::checked_op;
+pub use config::DesktopConfig;
+pub use events::{PetModeChanged, SessionEvent};
+pub use pet::HitRegion;
+pub use replay::{EventsSince, Replay};
+
+use session::SessionOptions;
+use state::AppState;
+
+#[derive(Debug, Parser)]
+#[command(name = "tomo-desktop", version, about = "Tomo, a desktop AI companion")]
+struct Args {
+    /// The character profile the session starts with.
+    #[arg(
+        long,
+        short,
+        env = "TOMO_PROFILE",
+        default_value = "profiles/hana.toml"
+    )]
+    profile: PathBuf,
+    /// Profiles the UI and the tray may switch to (default: the folder of --profile).
+    #[arg(long)]
+    profiles_dir: Option<PathBuf>,
+    /// Text only: no microphone, no speech.
+    #[arg(long, env = "TOMO_TEXT_ONLY", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    text: bool,
+    /// Start in pet mode (otherwise the last run's mode).
+    #[arg(long)]
+    pet: bool,
+    /// Sentences synthesized at the same time, ahead of playback.
+    #[arg(long, default_value_t = 2)]
+    tts_workers: usize,
+    /// OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (Ollama).
+    #[arg(long, env = "TOMO_LLM_BASE_URL")]
+    llm_base_url: Option<String>,
+    #[arg(long, env = "TOMO_LLM_MODEL")]
+    llm_model: Option<String>,
+    #[arg(long, env = "TOMO_PLUGINS_DIR")]
+    plugins_dir: Option<PathBuf>,
+    #[arg(long, env = "TOMO_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+/// Runs the app until it quits. Returns only when it could not start.
+pub fn run() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let profiles_dir = args
+        .profiles_dir
+        .clone()
+        .unwrap_or_else(|| match args.profile.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        });
+    let options = SessionOptions {
+        profile: args.profile.clone(),
+        text: args.text,
+        tts_workers: args.tts_workers,
+        env: EnvOptions {
+            plugins_dir: args.plugins_dir.clone(),
+            data_dir: args.data_dir.clone(),
+            llm_base_url: args.llm_base_url.clone(),
+            llm_model: args.llm_model.clone(),
+        },
+    };
+    let start_in_pet_mode = args.pet;
+    let specta = bindings::builder();
+    let app = tauri::Builder::default()
+        .invoke_handler(specta.invoke_handler())
+        .setup(move |app| {
+            specta.mount_events(app);
+            let config_dir = app.path().app_config_dir()?;
+            let state = AppState::new(profiles_dir, config_dir);
+            let pet_mode = start_in_pet_mode || state.pet().config.pet_mode;
+            app.manage(state);
+            tray::build(app.handle())?;
+            pet::spawn_cursor_poll(app.handle().clone());
+            if pet_mode && let Err(error) = pet::set_pet_mode(app.handle(), true) {
+                tracing::warn!(%error, "cannot start in pet mode");
+            }
+            let handle = app.handle().clone();
+            tauri::async_runtime::spawn(async move {
+                if let Err(error) = session::start(handle, options).await {
+                    tracing::error!("{error:#}");
+                }
+            });
+            Ok(())
+        })
+        .on_window_event(|window, event| {
+            if let WindowEvent::Moved(_) = event
+                && let Some(webview) = window.app_handle().get_webview_window(window.label())
+            {
+                pet::remember_position(window.app_handle(), &webview);
+            }
+        })
+        .build(tauri::generate_context!());
+    let app = match app {
+        Ok(app) => app,
+        Err(error) => {
+            eprintln!("error: cannot start the desktop app: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    app.run(|handle, event| {
+        if let RunEvent::ExitRequested { api, .. } = event {
+            let quitting = handle
+                .try_state::<AppState>()
+                .is_some_and(|s| s.quitting.load(std::sync::atomic::Ordering::SeqCst));
+            if !quitting {
+                // Closing the window: shut the session down first, then exit for real.
+                api.prevent_exit();
+                tauri::async_runtime::spawn(quit(handle.clone()));
+            }
+        }
+    });
+    ExitCode::SUCCESS
+}
+
+/// Clean exit: `shutdown` to the session, wait for it (history flushed), let memory settle, exit 0.
+pub(crate) async fn quit(app: tauri::AppHandle) {
+    let state = app.state::<AppState>();
+    if state
+        .quitting
+        .swap(true, std::sync::atomic::Ordering::SeqCst)
+    {
+        return;
+    }
+    if let Ok(window) = pet::main_window(&app) {
+        pet::remember_position(&app, &window);
+    }
+    if let Some((session, prepared)) = state.take_session() {
+        session.send(Op::Shutdown).await.ok();
+        session.join().await;
+        prepared.settle().await;
+        tracing::info!("session shut down");
+    }
+    app.exit(0);
+}

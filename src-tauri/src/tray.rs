@@ -1,0 +1,135 @@
+//! The tray menu: show/hide, pet mode, mute microphone, switch character, quit.
+
+use std::sync::atomic::Ordering;
+
+use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::tray::TrayIconBuilder;
+use tauri::{AppHandle, Manager, Wry};
+use tomo_core::protocol::Op;
+
+use crate::pet;
+use crate::state::AppState;
+
+const SHOW: &str = "show";
+const PET: &str = "pet";
+const MUTE: &str = "mute";
+const QUIT: &str = "quit";
+/// Menu ids of the character items: this prefix + the profile's file name.
+const PROFILE_PREFIX: &str = "profile:";
+
+/// The check items whose state changes from elsewhere too.
+pub struct TrayItems {
+    pet: CheckMenuItem<Wry>,
+    mute: CheckMenuItem<Wry>,
+}
+
+pub fn build(app: &AppHandle) -> tauri::Result<()> {
+    let state = app.state::<AppState>();
+    let show = MenuItem::with_id(app, SHOW, "Show / hide", true, None::<&str>)?;
+    let pet = CheckMenuItem::with_id(app, PET, "Pet mode", true, state.pet().on, None::<&str>)?;
+    let mute = CheckMenuItem::with_id(app, MUTE, "Mute microphone", true, false, None::<&str>)?;
+    let characters = Submenu::with_id(app, "characters", "Character", true)?;
+    for profile in tomo_server::profiles::list(&state.profiles_dir) {
+        let id = format!("{PROFILE_PREFIX}{}", profile.file);
+        characters.append(&MenuItem::with_id(
+            app,
+            id,
+            &profile.name,
+            true,
+            None::<&str>,
+        )?)?;
+    }
+    let quit = MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?;
+    let separator = PredefinedMenuItem::separator(app)?;
+    let menu = Menu::with_items(app, &[&show, &pet, &mute, &characters, &separator, &quit])?;
+    let mut tray = TrayIconBuilder::with_id("tomo")
+        .tooltip("Tomo")
+        .menu(&menu)
+        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()));
+    if let Some(icon) = app.default_window_icon() {
+        tray = tray.icon(icon.clone());
+    }
+    tray.build(app)?;
+    app.manage(TrayItems { pet, mute });
+    Ok(())
+}
+
+/// Keeps the tray's check mark in step when pet mode changes from the UI.
+pub fn show_pet_mode(app: &AppHandle, on: bool) {
+    if let Some(items) = app.try_state::<TrayItems>()
+        && let Err(error) = items.pet.set_checked(on)
+    {
+        tracing::warn!(%error, "cannot update the tray's pet mode check");
+    }
+}
+
+/// Keeps the tray's mute check in step with the session (which owns the mute state; the UI can change it).
+pub fn show_mic_muted(app: &AppHandle, muted: bool) {
+    if let Some(items) = app.try_state::<TrayItems>()
+        && let Err(error) = items.mute.set_checked(muted)
+    {
+        tracing::warn!(%error, "cannot update the tray's mute check");
+    }
+}
+
+fn on_menu(app: &AppHandle, id: &str) {
+    let state = app.state::<AppState>();
+    match id {
+        SHOW => {
+            if let Ok(window) = pet::main_window(app) {
+                let visible = window.is_visible().unwrap_or(true);
+                let result = if visible {
+                    window.hide()
+                } else {
+                    window.show()
+                };
+                if let Err(error) = result {
+                    tracing::warn!(%error, "cannot show/hide the window");
+                }
+            }
+        }
+        PET => {
+            let on = !state.pet().on;
+            if let Err(error) = pet::set_pet_mode(app, on) {
+                tracing::warn!(%error, "cannot switch pet mode");
+            }
+        }
+        MUTE => {
+            // The session owns the mute state: ask it, and the microphone and this check mark follow
+            // its `mode_changed` event (see session.rs).
+            let muted = !state.listen.muted.load(Ordering::SeqCst);
+            send(app, Op::SetMicMuted { muted });
+        }
+        QUIT => {
+            tauri::async_runtime::spawn(crate::quit(app.clone()));
+        }
+        other => {
+            if let Some(file) = other.strip_prefix(PROFILE_PREFIX) {
+                send(
+                    app,
+                    Op::SwitchProfile {
+                        path: file.to_owned(),
+                    },
+                );
+            }
+        }
+    }
+}
+
+fn send(app: &AppHandle, op: Op) {
+    let state = app.state::<AppState>();
+    let op = match crate::commands::checked_op(&state, op) {
+        Ok(op) => op,
+        Err(error) => {
+            tracing::warn!(%error, "tray op refused");
+            return;
+        }
+    };
+    if let Some(ops) = state.ops() {
+        tauri::async_runtime::spawn(async move {
+            if ops.send(op).await.is_err() {
+                tracing::warn!("the session has ended");
+            }
+        });
+    }
+}
