@@ -8,7 +8,7 @@ import { Director } from './director';
 import { Character } from './live2d';
 import { fetchProfiles, findByCharacter, modelUrl, type ProfileInfo } from './profiles';
 import type { EventEnvelope } from './protocol';
-import { loadSettings, saveSettings } from './settings';
+import { loadSettings, saveSettings, setLlmOp } from './settings';
 import { dismissNotice, initialState, pushNotice, reduce, type UiState } from './state';
 import { Ui } from './ui';
 
@@ -72,6 +72,7 @@ const ui = new Ui(
     },
     onSaveSettings(s) {
       saveSettings(storage, s);
+      if (!conn.send(setLlmOp(s))) notify('warning', 'Not connected: the endpoint was saved but not applied.');
     },
     onDismissNotice(id) {
       state = dismissNotice(state, id);

@@ -94,7 +94,8 @@ export type Event =
   | ({ type: 'sensor_status'; plugin: string } & SensorState)
   | { type: 'proactive'; turn_id: TurnId; reason: string }
   | { type: 'proactive_skipped'; reason: string; why: ProactiveSkip }
-  | { type: 'mood_changed'; score: number; reason: string };
+  | { type: 'mood_changed'; score: number; reason: string }
+  | { type: 'llm_changed'; base_url: string; model: string };
 
 export type EventEnvelope = Event & { seq: number };
 
@@ -108,7 +109,8 @@ export type Op =
   | { type: 'set_mic_muted'; muted: boolean }
   | { type: 'set_do_not_disturb'; enabled: boolean }
   | { type: 'proactive_turn'; reason: string }
-  | { type: 'set_sensor'; plugin: string; enabled: boolean; target?: string };
+  | { type: 'set_sensor'; plugin: string; enabled: boolean; target?: string }
+  | { type: 'set_llm'; base_url: string; model: string; api_key_env?: string };
 
 const EVENT_TYPES = new Set<string>([
   'session_ready',
@@ -133,6 +135,7 @@ const EVENT_TYPES = new Set<string>([
   'proactive',
   'proactive_skipped',
   'mood_changed',
+  'llm_changed',
 ]);
 
 /** A server frame that is not a session event (e.g. a replay-gap notice or a transport error frame). */

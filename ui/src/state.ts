@@ -272,5 +272,7 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
       return s;
     case 'mood_changed':
       return { ...s, mood: ev.score };
+    case 'llm_changed':
+      return pushMessage(s, { role: 'system', text: `Now thinking with ${ev.model} at ${ev.base_url}.` });
   }
 }

@@ -2,7 +2,7 @@
 // through textContent (never innerHTML): model output and tool results are untrusted.
 import type { ConnectionStatus } from './connection';
 import type { ProfileInfo } from './profiles';
-import { PRESETS, validateBaseUrl, type LlmSettings } from './settings';
+import { PRESETS, validateBaseUrl, validateKeyEnv, type LlmSettings } from './settings';
 import { isWatching, subtitleText, type UiState } from './state';
 
 export interface UiHandlers {
@@ -212,15 +212,16 @@ export class Ui {
       ...PRESETS.map((p) => el('option', { value: p.id }, p.label)));
     const base = el('input', { type: 'url', 'data-testid': 'base-url', 'aria-label': 'Base URL' });
     const model = el('input', { type: 'text', 'data-testid': 'model', 'aria-label': 'Model' });
+    const keyEnv = el('input', { type: 'text', 'data-testid': 'key-env', 'aria-label': 'API key variable', placeholder: 'e.g. OPENAI_API_KEY' });
     const hint = el('p', { class: 'hint' });
     const error = el('p', { class: 'error', 'data-testid': 'settings-error' });
     base.value = current.baseUrl;
     model.value = current.model;
+    keyEnv.value = current.keyEnv;
     const keyHint = (needsKey: boolean) => {
       hint.textContent = needsKey
-        ? 'This endpoint needs an API key. The key is never stored by this page or in a profile: set it in the ' +
-          'environment variable your profile names (api_key_env, e.g. TOMO_LLM_API_KEY) before starting Tomo. ' +
-          'Storing it in the OS keyring comes in a later step.'
+        ? 'This endpoint needs an API key. The key never passes through this page nor into a profile: put it in ' +
+          'an environment variable of Tomo (e.g. OPENAI_API_KEY) before starting it and name the variable here.'
         : 'Local endpoint: no API key needed.';
     };
     keyHint(PRESETS.find((p) => p.baseUrl === current.baseUrl)?.needsKey ?? false);
@@ -229,15 +230,16 @@ export class Ui {
       if (!p) return;
       base.value = p.baseUrl;
       model.value = p.exampleModel;
+      keyEnv.value = p.keyEnv ?? '';
       keyHint(p.needsKey);
     });
     const save = el('button', { type: 'button', 'data-testid': 'settings-save' }, 'Save');
     const cancel = el('button', { type: 'button' }, 'Close');
     save.addEventListener('click', () => {
-      const problem = validateBaseUrl(base.value.trim());
+      const problem = validateBaseUrl(base.value.trim()) ?? validateKeyEnv(keyEnv.value);
       error.textContent = problem ?? '';
       if (problem) return;
-      this.h.onSaveSettings({ baseUrl: base.value.trim(), model: model.value.trim() });
+      this.h.onSaveSettings({ baseUrl: base.value.trim(), model: model.value.trim(), keyEnv: keyEnv.value.trim() });
       this.settings.close();
     });
     cancel.addEventListener('click', () => this.settings.close());
@@ -246,9 +248,10 @@ export class Ui {
       el('label', {}, 'Preset ', preset),
       el('label', {}, 'Base URL ', base),
       el('label', {}, 'Model ', model),
+      el('label', {}, 'API key variable ', keyEnv),
       hint,
-      el('p', { class: 'hint' }, 'Saved in this browser (URL and model only). The running session keeps its ' +
-        'profile\'s endpoint; the backend picks these up when endpoint switching lands.'),
+      el('p', { class: 'hint' }, 'Applied to the running session at once; remembered here (URL, model and the ' +
+        'variable\'s name only) for the next start.'),
       error,
       el('div', { class: 'row' }, save, cancel),
     );

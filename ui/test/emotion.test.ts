@@ -3,7 +3,7 @@ import { Director } from '../src/director';
 import { resolveEmotion } from '../src/emotion';
 import type { EventEnvelope } from '../src/protocol';
 import { modelUrl, parseProfiles } from '../src/profiles';
-import { loadSettings, saveSettings, validateBaseUrl } from '../src/settings';
+import { loadSettings, saveSettings, setLlmOp, validateBaseUrl, validateKeyEnv } from '../src/settings';
 
 const shizuku = { expressions: ['f01', 'f02', 'f03', 'f04'], motionGroups: ['idle', 'tap_body'] };
 const hana = { joy: 'f01', angry: 'f02', sad: 'f03', surprised: 'f04', neutral: 'idle' };
@@ -48,14 +48,25 @@ describe('profiles and settings', () => {
     expect(modelUrl('https://evil.example/m.json')).toBe('live2d/shizuku/shizuku.model.json');
     expect(modelUrl('assets/live2d/../../secret')).toBe('live2d/shizuku/shizuku.model.json');
   });
-  it('stores only URL and model, and refuses plain http to remote hosts', () => {
+  it('stores only URL, model and the key variable name, and refuses plain http to remote hosts', () => {
     const store = new Map<string, string>();
     const storage = { getItem: (k: string) => store.get(k) ?? null, setItem: (k: string, v: string) => void store.set(k, v) };
-    saveSettings(storage, { baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini', apiKey: 'sk-secret' } as never);
+    saveSettings(storage, { baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini', keyEnv: 'OPENAI_API_KEY', apiKey: 'sk-secret' } as never);
     expect([...store.values()].join()).not.toContain('sk-secret');
-    expect(loadSettings(storage)).toEqual({ baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini' });
+    expect(loadSettings(storage)).toEqual({ baseUrl: 'https://api.openai.com/v1', model: 'gpt-4o-mini', keyEnv: 'OPENAI_API_KEY' });
     expect(validateBaseUrl('http://127.0.0.1:11434/v1')).toBeNull();
     expect(validateBaseUrl('http://192.168.1.5:11434/v1')).toMatch(/https/);
     expect(validateBaseUrl('nonsense')).toMatch(/Not a URL/);
+  });
+  it('applies settings with set_llm, naming the key variable but never carrying a key', () => {
+    expect(setLlmOp({ baseUrl: 'https://api.deepseek.com/v1', model: 'deepseek-chat', keyEnv: ' DEEPSEEK_API_KEY ' })).toEqual({
+      type: 'set_llm', base_url: 'https://api.deepseek.com/v1', model: 'deepseek-chat', api_key_env: 'DEEPSEEK_API_KEY',
+    });
+    expect(setLlmOp({ baseUrl: 'http://127.0.0.1:11434/v1', model: 'qwen2.5:3b', keyEnv: '' })).toEqual({
+      type: 'set_llm', base_url: 'http://127.0.0.1:11434/v1', model: 'qwen2.5:3b',
+    });
+    expect(validateKeyEnv('OPENAI_API_KEY')).toBeNull();
+    expect(validateKeyEnv('')).toBeNull();
+    expect(validateKeyEnv('HOME')).toMatch(/API_KEY/);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Event, EventEnvelope } from '../src/protocol';
-import { initialState, reduce, subtitleText, type UiState } from '../src/state';
+import { initialState, isWatching, reduce, subtitleText, type UiState } from '../src/state';
 import { cleanStreaming, consumeSentence } from '../src/subtitles';
 
 function run(events: Event[]): UiState {
@@ -97,5 +97,34 @@ describe('subtitle helpers', () => {
     expect(cleanStreaming('[surprised] Oh! [jo')).toBe('Oh! ');
     expect(consumeSentence('[joy] One. Two', 'One.')).toBe('Two');
     expect(consumeSentence('something else', 'One.')).toBe('');
+  });
+});
+
+describe('game companion and settings events', () => {
+  it('shows the watcher while it reads the screen, marks proactive turns, tracks mood, mute and endpoint', () => {
+    let s = run([
+      { type: 'session_ready', character: 'Kuma', agent_id: 'kuma', tools: [] },
+      { type: 'sensor_status', plugin: 'screen_watch', state: 'waiting', reason: 'no window chosen' },
+    ]);
+    expect(isWatching(s)).toBe(false);
+    s = reduce(s, { seq: 3, type: 'sensor_status', plugin: 'screen_watch', state: 'watching', target: 'My Game' });
+    expect(isWatching(s)).toBe(true);
+    expect(s.sensors).toEqual([{ plugin: 'screen_watch', state: 'watching', detail: 'My Game' }]);
+    s = reduce(s, { seq: 4, type: 'observation', source: 'screen_watch', at_ms: 1, window: 'My Game', text: 'Boss defeated' });
+    expect(s.lastObservation).toBe('Boss defeated');
+    s = reduce(s, { seq: 5, type: 'proactive', turn_id: 7, reason: 'new text on "My Game", mood 85' });
+    s = reduce(s, { seq: 6, type: 'turn_started', turn_id: 7, user_text: '[proactive] new text on "My Game", mood 85' });
+    expect(s.transcript[s.transcript.length - 1]).toMatchObject({ role: 'system', proactive: true, text: 'Kuma speaks up (new text on "My Game", mood 85)' });
+    s = reduce(s, { seq: 7, type: 'mood_changed', score: 62.4, reason: 'joy' });
+    s = reduce(s, { seq: 8, type: 'mode_changed', mic_muted: true, do_not_disturb: true });
+    expect([s.mood, s.micMuted, s.doNotDisturb]).toEqual([62.4, true, true]);
+    s = reduce(s, { seq: 9, type: 'sensor_status', plugin: 'screen_watch', state: 'stopped' });
+    expect(isWatching(s)).toBe(false);
+    expect(s.lastObservation).toBeNull();
+    s = reduce(s, { seq: 10, type: 'llm_changed', base_url: 'https://api.deepseek.com/v1', model: 'deepseek-chat' });
+    expect(s.transcript[s.transcript.length - 1]?.text).toBe('Now thinking with deepseek-chat at https://api.deepseek.com/v1.');
+    // A new character reports its own sensors and mood.
+    s = reduce(s, { seq: 11, type: 'session_ready', character: 'Hana', agent_id: 'hana', tools: [] });
+    expect([s.sensors, s.mood]).toEqual([[], null]);
   });
 });

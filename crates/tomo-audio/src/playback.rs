@@ -21,6 +21,11 @@ use crate::output::{AudioOutput, Clip, ClipCallback, OutputError};
 
 /// How much longer than its own length a clip may take to play before the device counts as gone.
 const STALL_MARGIN: Duration = Duration::from_secs(3);
+/// After the device is gone, a new clip tries to reopen it at most this often (a dead sound server
+/// must not make every sentence wait for a failing open).
+const REOPEN_INTERVAL: Duration = Duration::from_secs(2);
+/// How long a clip waits for the device to reopen.
+const REOPEN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Messages to the playback thread: commands from the API and reports from the audio callback.
 enum Msg {
@@ -31,6 +36,10 @@ enum Msg {
     },
     Stop,
     Shutdown,
+    /// The device is gone: open it again (the sound server restarted, the headset is back).
+    Reopen {
+        reply: mpsc::SyncSender<Result<String, OutputError>>,
+    },
     Started {
         id: u64,
         at: Instant,
@@ -54,6 +63,7 @@ struct QueueState {
     pending: usize,
     waiters: Vec<oneshot::Sender<()>>,
     dead: Option<String>,
+    last_reopen: Option<Instant>,
 }
 
 impl QueueState {
@@ -138,7 +148,7 @@ impl RodioOutput {
                 match opened {
                     Ok((sink, name)) => {
                         let _ = ready_tx.send(Ok(name));
-                        Worker::new(sink, worker_tx, worker_state).run(&rx);
+                        Worker::new(sink, wanted, worker_tx, worker_state).run(&rx);
                     }
                     Err(error) => {
                         let _ = ready_tx.send(Err(error));
@@ -169,6 +179,40 @@ impl RodioOutput {
     /// The name of the device in use.
     pub fn device_name(&self) -> &str {
         &self.device
+    }
+
+    /// When the device has gone away, tries (at most every [`REOPEN_INTERVAL`]) to open it again, so
+    /// speech comes back by itself once the sound server or the headset is back.
+    fn reopen_if_gone(&self) -> Result<(), OutputError> {
+        let gone = |reason: &str| {
+            OutputError::Device(format!("output device {} is gone: {reason}", self.device))
+        };
+        let reason = {
+            let mut state = lock(&self.state);
+            let Some(reason) = state.dead.clone() else {
+                return Ok(());
+            };
+            if state
+                .last_reopen
+                .is_some_and(|at| at.elapsed() < REOPEN_INTERVAL)
+            {
+                return Err(gone(&reason));
+            }
+            state.last_reopen = Some(Instant::now());
+            reason
+        };
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.tx
+            .send(Msg::Reopen { reply })
+            .map_err(|_| OutputError::Device("the playback thread has stopped".into()))?;
+        match answer.recv_timeout(REOPEN_TIMEOUT) {
+            Ok(Ok(name)) => {
+                tracing::info!(device = %name, "audio output reopened");
+                Ok(())
+            }
+            Ok(Err(error)) => Err(gone(&format!("{reason}; reopening failed: {error}"))),
+            Err(_) => Err(gone(&format!("{reason}; reopening timed out"))),
+        }
     }
 }
 
@@ -208,6 +252,7 @@ impl AudioOutput for RodioOutput {
         if clip.audio.sample_rate == 0 {
             return Err(OutputError::Device("clip has a sample rate of 0 Hz".into()));
         }
+        self.reopen_if_gone()?;
         let mut state = lock(&self.state);
         if let Some(reason) = &state.dead {
             return Err(OutputError::Device(format!(
@@ -273,6 +318,8 @@ struct InFlight {
 
 struct Worker {
     sink: MixerDeviceSink,
+    /// The device asked for (`None`: the default), to reopen it after it went away.
+    wanted: Option<String>,
     player: Player,
     reports: Sender<Msg>,
     state: Arc<Mutex<QueueState>>,
@@ -321,7 +368,12 @@ impl GlitchLog {
 }
 
 impl Worker {
-    fn new(sink: MixerDeviceSink, reports: Sender<Msg>, state: Arc<Mutex<QueueState>>) -> Self {
+    fn new(
+        sink: MixerDeviceSink,
+        wanted: Option<String>,
+        reports: Sender<Msg>,
+        state: Arc<Mutex<QueueState>>,
+    ) -> Self {
         let config = sink.config();
         let latency = match config.buffer_size() {
             rodio::cpal::BufferSize::Fixed(frames) => {
@@ -332,6 +384,7 @@ impl Worker {
         let player = Player::connect_new(sink.mixer());
         Self {
             sink,
+            wanted,
             player,
             reports,
             state,
@@ -401,8 +454,22 @@ impl Worker {
                     tracing::warn!(error = %message, similar_since_last, "audio output glitch");
                 }
             }
+            Msg::Reopen { reply } => {
+                let _ = reply.send(self.reopen());
+            }
             Msg::Shutdown => {}
         }
+    }
+
+    fn reopen(&mut self) -> Result<String, OutputError> {
+        let (sink, name) = open_sink(self.wanted.as_deref(), self.reports.clone())?;
+        self.player.stop();
+        self.sink = sink;
+        self.player = Player::connect_new(self.sink.mixer());
+        self.queue.clear();
+        self.last_progress = Instant::now();
+        lock(&self.state).dead = None;
+        Ok(name)
     }
 
     fn enqueue(&mut self, id: u64, generation: u64, clip: Clip) {

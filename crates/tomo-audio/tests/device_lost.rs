@@ -158,6 +158,26 @@ fn child_capture_across_a_restart() {
     }
     assert!(restored, "capture was not restored");
     eprintln!("child: restored");
+
+    // Speech comes back too: the next clips reopen the output device on the restarted server.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match speakers.play(tone()) {
+            Ok(()) => break,
+            Err(error) => {
+                assert!(Instant::now() < deadline, "output not reopened: {error:?}");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+    }
+    let started = Instant::now();
+    futures::executor::block_on(speakers.drained());
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "the reopened device did not play the 1 s tone (drained after {:?})",
+        started.elapsed()
+    );
+    eprintln!("child: output reopened and played");
     while streams.frames.try_recv().is_ok() {}
     streams
         .frames

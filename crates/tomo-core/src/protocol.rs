@@ -36,6 +36,15 @@ pub enum Op {
     /// Ask for a proactive turn (schedulers ask the same way). Started only when the session is idle,
     /// quiet, unmuted and not in do-not-disturb; otherwise answered with `proactive_skipped`.
     ProactiveTurn { reason: String },
+    /// Use another LLM endpoint from now on (the settings' presets). The key is never sent: `api_key_env`
+    /// names an environment variable of the Tomo process that holds it (its name must end in `API_KEY`);
+    /// without it the current key stays.
+    SetLlm {
+        base_url: String,
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        api_key_env: Option<String>,
+    },
     /// Start or stop a sensor plugin; `target` chooses what it watches (e.g. a window title pattern).
     SetSensor {
         plugin: String,
@@ -329,6 +338,11 @@ pub enum Event {
     ProactiveSkipped {
         reason: String,
         why: ProactiveSkip,
+    },
+    /// The session now talks to this LLM endpoint (after `set_llm`).
+    LlmChanged {
+        base_url: String,
+        model: String,
     },
     /// The character's mood (0-100) changed.
     MoodChanged {

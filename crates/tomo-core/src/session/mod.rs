@@ -7,6 +7,7 @@ mod character;
 pub mod compress;
 mod hooks;
 mod latency;
+mod llm_settings;
 mod plugin_tasks;
 mod proactive;
 mod prompt;
@@ -302,6 +303,14 @@ impl Coordinator {
                 }
             }
             Op::SwitchProfile { path } => self.switch_profile(Path::new(&path)).await,
+            Op::SetLlm {
+                base_url,
+                model,
+                api_key_env,
+            } => {
+                self.set_llm(&base_url, &model, api_key_env.as_deref())
+                    .await
+            }
             Op::Shutdown => {}
             Op::SetMicMuted { muted } => {
                 self.mic_muted = muted;
@@ -447,29 +456,70 @@ impl Coordinator {
             tracing::warn!(%warning, "profile warning");
         }
         self.stop_current_turn().await;
-        match Character::load(loaded.profile, &self.env).await {
-            Ok((character, problems)) => {
-                // Before the next turn can start: the character speaks with its own voice from its first
-                // sentence on (a voice that cannot load leaves the old one and says so).
-                if let Err(error) = self.sink.switch_voice(&character.profile).await {
-                    self.emit(Event::Error {
-                        code: ErrorCode::Output,
-                        message: format!("{}: {error}; keeping the previous voice", path.display()),
-                        recoverable: true,
-                    });
-                }
-                // The old character's sensors stop watching before the new one's start.
-                std::mem::take(&mut self.plugins).stop().await;
-                self.observations.clear();
-                self.character = Arc::new(character);
-                self.announce(problems);
-                self.start_plugins();
-            }
-            Err(error) => self.emit(Event::Error {
+        let label = path.display().to_string();
+        if let Err(error) = self.reload(loaded.profile, &label).await {
+            self.emit(Event::Error {
                 code: ErrorCode::Profile,
-                message: format!("cannot switch to {}: {error}", path.display()),
+                message: format!("cannot switch to {label}: {error}"),
                 recoverable: true,
-            }),
+            });
         }
+    }
+
+    /// The same character on another endpoint: the settings' presets. On any problem the old endpoint
+    /// stays and the user is told why.
+    async fn set_llm(&mut self, base_url: &str, model: &str, api_key_env: Option<&str>) {
+        let chosen = llm_settings::choose(base_url, model, api_key_env, &self.env.llm, |name| {
+            std::env::var(name).ok()
+        });
+        let (choice, overrides) = match chosen {
+            Ok(chosen) => chosen,
+            Err(message) => {
+                self.emit(Event::Error {
+                    code: ErrorCode::Profile,
+                    message,
+                    recoverable: true,
+                });
+                return;
+            }
+        };
+        self.stop_current_turn().await;
+        let previous = std::mem::replace(&mut self.env.llm, overrides);
+        let profile = self.character.profile.clone();
+        match self.reload(profile, "the new endpoint").await {
+            Ok(()) => self.emit(Event::LlmChanged {
+                base_url: choice.base_url,
+                model: choice.model,
+            }),
+            Err(error) => {
+                self.env.llm = previous;
+                self.emit(Event::Error {
+                    code: ErrorCode::LlmUnreachable,
+                    message: format!("cannot use {}: {error}", choice.base_url),
+                    recoverable: true,
+                });
+            }
+        }
+    }
+
+    /// Loads `profile` as the session's character (new plugins, voice, memory space) and announces it.
+    async fn reload(&mut self, profile: Profile, label: &str) -> Result<(), CharacterError> {
+        let (character, problems) = Character::load(profile, &self.env).await?;
+        // Before the next turn can start: the character speaks with its own voice from its first
+        // sentence on (a voice that cannot load leaves the old one and says so).
+        if let Err(error) = self.sink.switch_voice(&character.profile).await {
+            self.emit(Event::Error {
+                code: ErrorCode::Output,
+                message: format!("{label}: {error}; keeping the previous voice"),
+                recoverable: true,
+            });
+        }
+        // The old character's sensors stop watching before the new one's start.
+        std::mem::take(&mut self.plugins).stop().await;
+        self.observations.clear();
+        self.character = Arc::new(character);
+        self.announce(problems);
+        self.start_plugins();
+        Ok(())
     }
 }
