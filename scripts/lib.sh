@@ -4,6 +4,8 @@
 # Build output lives outside the clone so a fresh clone (CI) reuses an earlier build on the same machine.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/tomo/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# CI builds once from a clean clone: incremental state only costs disk (gigabytes) and time there.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 
 # Debian packages the build needs. Installed only when missing (apt-get is slow even when it has nothing to do).
 # cmake/clang: whisper.cpp (whisper-rs); libasound2-dev: cpal; espeak-ng: Piper phonemes and a fallback
