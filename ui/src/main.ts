@@ -67,6 +67,12 @@ const ui = new Ui(
     onDoNotDisturb(enabled) {
       conn.send({ type: 'set_do_not_disturb', enabled });
     },
+    onPushToTalkMode(enabled) {
+      conn.send({ type: 'set_push_to_talk', enabled });
+    },
+    onPushToTalk(pressed) {
+      conn.send({ type: 'push_to_talk', pressed });
+    },
     onSwitchProfile(path) {
       if (!conn.send({ type: 'switch_profile', path })) notify('warning', 'Not connected: cannot switch character.');
     },

@@ -89,7 +89,8 @@ export type Event =
   | { type: 'audio_finished'; turn_id: TurnId; sentence_index: number }
   | { type: 'playback_drained'; turn_id: TurnId }
   | { type: 'error'; code: ErrorCode; message: string; recoverable: boolean }
-  | { type: 'mode_changed'; mic_muted: boolean; do_not_disturb: boolean }
+  | { type: 'mode_changed'; mic_muted: boolean; do_not_disturb: boolean; push_to_talk?: boolean }
+  | { type: 'push_to_talk'; pressed: boolean }
   | { type: 'observation'; source: string; at_ms: number; window: string; text: string; region?: Region }
   | ({ type: 'sensor_status'; plugin: string } & SensorState)
   | { type: 'proactive'; turn_id: TurnId; reason: string }
@@ -108,6 +109,8 @@ export type Op =
   | { type: 'shutdown' }
   | { type: 'set_mic_muted'; muted: boolean }
   | { type: 'set_do_not_disturb'; enabled: boolean }
+  | { type: 'set_push_to_talk'; enabled: boolean }
+  | { type: 'push_to_talk'; pressed: boolean }
   | { type: 'proactive_turn'; reason: string }
   | { type: 'set_sensor'; plugin: string; enabled: boolean; target?: string }
   | { type: 'set_llm'; base_url: string; model: string; api_key_env?: string };
@@ -130,6 +133,7 @@ const EVENT_TYPES = new Set<string>([
   'playback_drained',
   'error',
   'mode_changed',
+  'push_to_talk',
   'observation',
   'sensor_status',
   'proactive',

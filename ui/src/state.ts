@@ -63,6 +63,8 @@ export interface UiState {
   sensors: SensorView[];
   micMuted: boolean;
   doNotDisturb: boolean;
+  /** The microphone listens only while the talk button is held. */
+  pushToTalk: boolean;
   /** The character's mood 0-100, when a mood plugin reports it. */
   mood: number | null;
   /** The last thing a sensor noticed (shown next to the indicator). */
@@ -91,6 +93,7 @@ export function initialState(): UiState {
     sensors: [],
     micMuted: false,
     doNotDisturb: false,
+    pushToTalk: false,
     mood: null,
     lastObservation: null,
     proactiveTurns: [],
@@ -257,7 +260,9 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
     case 'error':
       return pushNotice(s, 'error', describeError(ev.code, ev.message, ev.recoverable));
     case 'mode_changed':
-      return { ...s, micMuted: ev.mic_muted, doNotDisturb: ev.do_not_disturb };
+      return { ...s, micMuted: ev.mic_muted, doNotDisturb: ev.do_not_disturb, pushToTalk: ev.push_to_talk ?? false };
+    case 'push_to_talk':
+      return s; // for the microphone front end
     case 'observation':
       return { ...s, lastObservation: ev.text };
     case 'sensor_status': {

@@ -13,6 +13,9 @@ export interface UiHandlers {
   /** Start (with a window title pattern) or stop a sensor plugin, e.g. the screen watcher. */
   onSensor(plugin: string, enabled: boolean, target?: string): void;
   onDoNotDisturb(enabled: boolean): void;
+  /** Push-to-talk mode on/off, and the talk button held (true) or let go (false). */
+  onPushToTalkMode(enabled: boolean): void;
+  onPushToTalk(pressed: boolean): void;
   onSaveSettings(s: LlmSettings): void;
   onDismissNotice(id: number): void;
 }
@@ -59,6 +62,8 @@ export class Ui {
   private readonly watchTitle = el('input', { type: 'text', placeholder: 'Window title…', 'data-testid': 'watch-title', 'aria-label': 'Window to watch' });
   private readonly watchStart = el('button', { type: 'button', 'data-testid': 'watch-start' }, 'Watch');
   private readonly dndBtn = el('button', { type: 'button', 'data-testid': 'dnd', 'aria-pressed': 'false' }, 'Quiet: off');
+  private readonly pttModeBtn = el('button', { type: 'button', 'data-testid': 'ptt-mode', 'aria-pressed': 'false' }, 'Push to talk: off');
+  private readonly talkBtn = el('button', { type: 'button', 'data-testid': 'talk', hidden: '' }, 'Hold to talk');
   private readonly moodBadge = el('span', { class: 'mood', 'data-testid': 'mood', hidden: '' });
   private muted = false;
   private renderedTranscript = '';
@@ -73,7 +78,7 @@ export class Ui {
     const send = el('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
     const form = el('form', { class: 'composer' }, this.input, send, interrupt);
     this.toolbar = el('header', { class: 'bar' }, this.conn, this.stateBadge, this.watchBox, this.moodBadge,
-      this.profileSelect, this.micBtn, this.dndBtn, settingsBtn);
+      this.profileSelect, this.micBtn, this.pttModeBtn, this.talkBtn, this.dndBtn, settingsBtn);
 
     root.append(
       this.toolbar,
@@ -108,6 +113,21 @@ export class Ui {
       const title = this.watchTitle.value.trim();
       handlers.onSensor(this.watchedPlugin, true, title || undefined);
     });
+    this.pttModeBtn.addEventListener('click', () => {
+      handlers.onPushToTalkMode(this.pttModeBtn.getAttribute('aria-pressed') !== 'true');
+    });
+    // Held with the pointer (mouse, touch, pen); any way of letting go ends the utterance.
+    let held = false;
+    const hold = (pressed: boolean) => {
+      if (held === pressed) return;
+      held = pressed;
+      this.talkBtn.classList.toggle('held', pressed);
+      handlers.onPushToTalk(pressed);
+    };
+    this.talkBtn.addEventListener('pointerdown', () => hold(true));
+    for (const ev of ['pointerup', 'pointerleave', 'pointercancel'] as const) {
+      this.talkBtn.addEventListener(ev, () => hold(false));
+    }
     this.dndBtn.addEventListener('click', () => {
       handlers.onDoNotDisturb(this.dndBtn.getAttribute('aria-pressed') !== 'true');
     });
@@ -141,6 +161,9 @@ export class Ui {
     this.micBtn.textContent = s.micMuted ? 'Mic muted' : 'Mic on';
     this.micBtn.setAttribute('aria-pressed', String(s.micMuted));
     this.muted = s.micMuted;
+    this.pttModeBtn.textContent = s.pushToTalk ? 'Push to talk: on' : 'Push to talk: off';
+    this.pttModeBtn.setAttribute('aria-pressed', String(s.pushToTalk));
+    this.talkBtn.hidden = !s.pushToTalk;
     this.dndBtn.textContent = s.doNotDisturb ? 'Quiet: on' : 'Quiet: off';
     this.dndBtn.setAttribute('aria-pressed', String(s.doNotDisturb));
     this.moodBadge.hidden = s.mood === null;

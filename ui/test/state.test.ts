@@ -116,8 +116,8 @@ describe('game companion and settings events', () => {
     s = reduce(s, { seq: 6, type: 'turn_started', turn_id: 7, user_text: '[proactive] new text on "My Game", mood 85' });
     expect(s.transcript[s.transcript.length - 1]).toMatchObject({ role: 'system', proactive: true, text: 'Kuma speaks up (new text on "My Game", mood 85)' });
     s = reduce(s, { seq: 7, type: 'mood_changed', score: 62.4, reason: 'joy' });
-    s = reduce(s, { seq: 8, type: 'mode_changed', mic_muted: true, do_not_disturb: true });
-    expect([s.mood, s.micMuted, s.doNotDisturb]).toEqual([62.4, true, true]);
+    s = reduce(s, { seq: 8, type: 'mode_changed', mic_muted: true, do_not_disturb: true, push_to_talk: true });
+    expect([s.mood, s.micMuted, s.doNotDisturb, s.pushToTalk]).toEqual([62.4, true, true, true]);
     s = reduce(s, { seq: 9, type: 'sensor_status', plugin: 'screen_watch', state: 'stopped' });
     expect(isWatching(s)).toBe(false);
     expect(s.lastObservation).toBeNull();

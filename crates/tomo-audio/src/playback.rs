@@ -19,8 +19,10 @@ use rodio::{DeviceSinkBuilder, MixerDeviceSink, Player, Source};
 
 use crate::output::{AudioOutput, Clip, ClipCallback, OutputError};
 
-/// How much longer than its own length a clip may take to play before the device counts as gone.
-const STALL_MARGIN: Duration = Duration::from_secs(3);
+/// How much longer than its own length a clip may take to play before the device counts as gone. Generous:
+/// on a loaded machine a live PulseAudio stream can stall for seconds (seen: 4.7 s on 2 busy cores), and
+/// a device that really vanished is mostly reported at once by the backend; this catches the silent rest.
+const STALL_MARGIN: Duration = Duration::from_secs(8);
 /// After the device is gone, a new clip tries to reopen it at most this often (a dead sound server
 /// must not make every sentence wait for a failing open).
 const REOPEN_INTERVAL: Duration = Duration::from_secs(2);

@@ -169,6 +169,11 @@ impl<V: VoiceActivity> Segmenter<V> {
         events
     }
 
+    /// Whether push-to-talk is held (always false outside that mode).
+    pub fn is_pressed(&self) -> bool {
+        self.ptt_pressed
+    }
+
     /// Push-to-talk pressed: the segment starts with the next frame. Ignored in other modes.
     pub fn press(&mut self) -> Vec<SegmenterEvent> {
         if self.mode != ListenMode::PushToTalk || self.ptt_pressed {

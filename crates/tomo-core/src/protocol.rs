@@ -36,6 +36,10 @@ pub enum Op {
     /// Ask for a proactive turn (schedulers ask the same way). Started only when the session is idle,
     /// quiet, unmuted and not in do-not-disturb; otherwise answered with `proactive_skipped`.
     ProactiveTurn { reason: String },
+    /// Listen only while the push-to-talk control is held (`true`), or whenever the user speaks.
+    SetPushToTalk { enabled: bool },
+    /// The push-to-talk control was pressed or released (ignored unless push-to-talk is on).
+    PushToTalk { pressed: bool },
     /// Use another LLM endpoint from now on (the settings' presets). The key is never sent: `api_key_env`
     /// names an environment variable of the Tomo process that holds it (its name must end in `API_KEY`);
     /// without it the current key stays.
@@ -320,6 +324,13 @@ pub enum Event {
     ModeChanged {
         mic_muted: bool,
         do_not_disturb: bool,
+        /// The microphone listens only while push-to-talk is held.
+        #[serde(default)]
+        push_to_talk: bool,
+    },
+    /// Push-to-talk pressed or released: the microphone front end starts or ends an utterance.
+    PushToTalk {
+        pressed: bool,
     },
     /// A sensor noticed something.
     Observation(Observation),

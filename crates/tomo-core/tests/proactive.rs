@@ -240,7 +240,8 @@ async fn no_proactive_turn_while_busy_listening_muted_or_dnd_and_user_speech_win
     let seen = collect_until(&mut events, |e| matches!(e, Event::ProactiveSkipped { .. })).await;
     assert!(events_of(&seen).contains(&&Event::ModeChanged {
         mic_muted: true,
-        do_not_disturb: false
+        do_not_disturb: false,
+        push_to_talk: false,
     }));
     assert_eq!(skipped(&seen), Some(ProactiveSkip::MicMuted));
     send(&session, Op::SetMicMuted { muted: false }).await;

@@ -466,3 +466,78 @@ async fn voice_ops_drive_listening_and_latency_reports() {
         "hello"
     );
 }
+
+/// Push-to-talk is the session's mode like mute: the op switches it (and says so), presses are relayed to
+/// the microphone front end only in that mode and while not muted.
+#[tokio::test]
+async fn push_to_talk_presses_are_relayed_only_in_push_to_talk_mode() {
+    let server = ScriptedServer::start(vec![]).await.unwrap();
+    let (_dir, session, mut events) = text_session(&server).await;
+    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
+    let press = |pressed| Op::PushToTalk { pressed };
+
+    session.send(press(true)).await.unwrap();
+    session
+        .send(Op::SetPushToTalk { enabled: true })
+        .await
+        .unwrap();
+    let seen = collect_until(&mut events, |e| matches!(e, Event::ModeChanged { .. })).await;
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(e.event, Event::PushToTalk { .. })),
+        "a press outside push-to-talk mode was relayed: {seen:?}"
+    );
+    assert_eq!(
+        seen.last().unwrap().event,
+        Event::ModeChanged {
+            mic_muted: false,
+            do_not_disturb: false,
+            push_to_talk: true
+        }
+    );
+    session.send(press(true)).await.unwrap();
+    session.send(press(false)).await.unwrap();
+    let held = collect_until(&mut events, |e| {
+        matches!(e, Event::PushToTalk { pressed: false })
+    })
+    .await;
+    let presses: Vec<&Event> = held
+        .iter()
+        .map(|e| &e.event)
+        .filter(|e| matches!(e, Event::PushToTalk { .. }))
+        .collect();
+    assert_eq!(
+        presses,
+        [
+            &Event::PushToTalk { pressed: true },
+            &Event::PushToTalk { pressed: false }
+        ]
+    );
+
+    // Muted: presses go nowhere.
+    session.send(Op::SetMicMuted { muted: true }).await.unwrap();
+    session.send(press(true)).await.unwrap();
+    session
+        .send(Op::SetMicMuted { muted: false })
+        .await
+        .unwrap();
+    let seen = collect_until(&mut events, |e| {
+        matches!(
+            e,
+            Event::ModeChanged {
+                mic_muted: false,
+                ..
+            }
+        )
+    })
+    .await;
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(e.event, Event::PushToTalk { .. })),
+        "{seen:?}"
+    );
+    session.send(Op::Shutdown).await.unwrap();
+    session.join().await;
+}

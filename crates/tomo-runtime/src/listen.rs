@@ -28,6 +28,10 @@ pub struct ListenFlags {
     pub muted: Arc<AtomicBool>,
     /// Keep listening while the character speaks (headsets).
     pub barge_in: bool,
+    /// Listen only while push-to-talk is held (from `mode_changed`).
+    pub push_to_talk: Arc<AtomicBool>,
+    /// Push-to-talk is held right now (from `push_to_talk` events).
+    pub ptt_pressed: Arc<AtomicBool>,
 }
 
 impl ListenFlags {
@@ -38,8 +42,35 @@ impl ListenFlags {
                 self.speaking
                     .store(*to == SessionState::Speaking, Ordering::SeqCst);
             }
-            Event::ModeChanged { mic_muted, .. } => self.muted.store(*mic_muted, Ordering::SeqCst),
+            Event::ModeChanged {
+                mic_muted,
+                push_to_talk,
+                ..
+            } => {
+                self.muted.store(*mic_muted, Ordering::SeqCst);
+                self.push_to_talk.store(*push_to_talk, Ordering::SeqCst);
+                if !*push_to_talk {
+                    self.ptt_pressed.store(false, Ordering::SeqCst);
+                }
+            }
+            Event::PushToTalk { pressed } => self.ptt_pressed.store(*pressed, Ordering::SeqCst),
             _ => {}
+        }
+    }
+
+    /// How the segmenter should listen now, and whether push-to-talk is held (in that mode). While the
+    /// character speaks the microphone is off (it would hear itself) unless the user uses a headset
+    /// (`barge_in`) or deliberately holds push-to-talk, which interrupts the answer.
+    pub fn wanted(&self) -> (ListenMode, bool) {
+        let ptt = self.push_to_talk.load(Ordering::SeqCst);
+        let pressed = ptt && self.ptt_pressed.load(Ordering::SeqCst);
+        let speaking = self.speaking.load(Ordering::SeqCst) && !self.barge_in;
+        if self.muted.load(Ordering::SeqCst) || (speaking && !ptt) {
+            (ListenMode::Muted, false)
+        } else if ptt {
+            (ListenMode::PushToTalk, pressed)
+        } else {
+            (ListenMode::HandsFree, false)
         }
     }
 }
@@ -99,23 +130,25 @@ fn listen(
         if ops.is_closed() {
             return; // session over
         }
-        let muted = flags.muted.load(Ordering::SeqCst)
-            || (flags.speaking.load(Ordering::SeqCst) && !flags.barge_in);
-        let wanted = if muted {
-            ListenMode::Muted
-        } else {
-            ListenMode::HandsFree
-        };
+        let (wanted, pressed) = flags.wanted();
+        let mut events = Vec::new();
         if segmenter.mode() != wanted {
-            segmenter.set_mode(wanted);
+            events.extend(segmenter.set_mode(wanted));
         }
-        let events = match segmenter.push(&frame) {
-            Ok(events) => events,
+        if wanted == ListenMode::PushToTalk && pressed != segmenter.is_pressed() {
+            events.extend(if pressed {
+                segmenter.press()
+            } else {
+                segmenter.release()
+            });
+        }
+        match segmenter.push(&frame) {
+            Ok(more) => events.extend(more),
             Err(error) => {
                 notify(&format!("! voice detection failed: {error}"));
                 continue;
             }
-        };
+        }
         for event in events {
             match event {
                 SegmenterEvent::SpeechStarted { .. } => {
@@ -176,6 +209,7 @@ mod tests {
         flags.follow(&Event::ModeChanged {
             mic_muted: true,
             do_not_disturb: false,
+            push_to_talk: false,
         });
         assert!(flags.muted.load(Ordering::SeqCst));
         flags.follow(&Event::StateChanged {
@@ -185,8 +219,57 @@ mod tests {
         flags.follow(&Event::ModeChanged {
             mic_muted: false,
             do_not_disturb: true,
+            push_to_talk: false,
         });
         assert!(!flags.speaking.load(Ordering::SeqCst));
         assert!(!flags.muted.load(Ordering::SeqCst));
+    }
+
+    fn mode(flags: &ListenFlags, muted: bool, push_to_talk: bool) {
+        flags.follow(&Event::ModeChanged {
+            mic_muted: muted,
+            do_not_disturb: false,
+            push_to_talk,
+        });
+    }
+
+    fn speaking(flags: &ListenFlags, on: bool) {
+        let to = if on {
+            SessionState::Speaking
+        } else {
+            SessionState::Idle
+        };
+        flags.follow(&Event::StateChanged {
+            from: SessionState::Thinking,
+            to,
+        });
+    }
+
+    #[test]
+    fn push_to_talk_listens_only_while_held_and_may_interrupt_the_character() {
+        let flags = ListenFlags::default();
+        assert_eq!(flags.wanted(), (ListenMode::HandsFree, false));
+        speaking(&flags, true);
+        assert_eq!(flags.wanted(), (ListenMode::Muted, false), "half-duplex");
+        mode(&flags, false, true);
+        assert_eq!(flags.wanted(), (ListenMode::PushToTalk, false));
+        flags.follow(&Event::PushToTalk { pressed: true });
+        assert_eq!(
+            flags.wanted(),
+            (ListenMode::PushToTalk, true),
+            "held while it speaks"
+        );
+        speaking(&flags, false);
+        flags.follow(&Event::PushToTalk { pressed: false });
+        assert_eq!(flags.wanted(), (ListenMode::PushToTalk, false));
+        flags.follow(&Event::PushToTalk { pressed: true });
+        mode(&flags, true, true);
+        assert_eq!(flags.wanted(), (ListenMode::Muted, false), "mute wins");
+        mode(&flags, false, false);
+        assert_eq!(flags.wanted(), (ListenMode::HandsFree, false));
+        assert!(
+            !flags.ptt_pressed.load(Ordering::SeqCst),
+            "leaving the mode releases"
+        );
     }
 }

@@ -96,6 +96,7 @@ pub async fn start_session(
         plugins: PluginTasks::default(),
         mic_muted: false,
         do_not_disturb: false,
+        push_to_talk: false,
         observations: VecDeque::new(),
     };
     coordinator.announce(problems);
@@ -128,6 +129,7 @@ struct Coordinator {
     plugins: PluginTasks,
     mic_muted: bool,
     do_not_disturb: bool,
+    push_to_talk: bool,
     /// Recent sensor observations, for the next proactive turn.
     observations: VecDeque<Observation>,
 }
@@ -320,6 +322,18 @@ impl Coordinator {
                 self.do_not_disturb = enabled;
                 self.mode_changed();
             }
+            Op::SetPushToTalk { enabled } => {
+                self.push_to_talk = enabled;
+                self.mode_changed();
+            }
+            // Relayed to the microphone front end, which turns a press into speech_started (the user
+            // wins over a turn in flight) and a release into the utterance.
+            Op::PushToTalk { pressed } if self.push_to_talk && !self.mic_muted => {
+                self.emit(Event::PushToTalk { pressed });
+            }
+            Op::PushToTalk { .. } => {
+                tracing::debug!("push-to-talk ignored: not in push-to-talk mode")
+            }
             Op::ProactiveTurn { reason } => self.proactive_turn(ProactiveRequest {
                 reason,
                 share_observations_with_cloud: false,
@@ -349,6 +363,7 @@ impl Coordinator {
         self.emit(Event::ModeChanged {
             mic_muted: self.mic_muted,
             do_not_disturb: self.do_not_disturb,
+            push_to_talk: self.push_to_talk,
         });
     }
 
