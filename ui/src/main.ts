@@ -64,6 +64,9 @@ const ui = new Ui(
     onSensor(plugin, enabled, target) {
       conn.send({ type: 'set_sensor', plugin, enabled, ...(target ? { target } : {}) });
     },
+    onListTargets(plugin) {
+      conn.send({ type: 'list_sensor_targets', plugin });
+    },
     onDoNotDisturb(enabled) {
       conn.send({ type: 'set_do_not_disturb', enabled });
     },

@@ -38,6 +38,13 @@ export type SensorState =
   | { state: 'stopped' }
   | { state: 'error'; message: string };
 
+export interface SensorTarget {
+  title: string;
+  detail: string;
+  width: number;
+  height: number;
+}
+
 export type ProactiveSkip = 'busy' | 'listening' | 'mic_muted' | 'do_not_disturb';
 
 export interface ToolCallEvent {
@@ -93,6 +100,7 @@ export type Event =
   | { type: 'push_to_talk'; pressed: boolean }
   | { type: 'observation'; source: string; at_ms: number; window: string; text: string; region?: Region }
   | ({ type: 'sensor_status'; plugin: string } & SensorState)
+  | { type: 'sensor_targets'; plugin: string; targets: SensorTarget[] }
   | { type: 'proactive'; turn_id: TurnId; reason: string }
   | { type: 'proactive_skipped'; reason: string; why: ProactiveSkip }
   | { type: 'mood_changed'; score: number; reason: string }
@@ -113,6 +121,7 @@ export type Op =
   | { type: 'push_to_talk'; pressed: boolean }
   | { type: 'proactive_turn'; reason: string }
   | { type: 'set_sensor'; plugin: string; enabled: boolean; target?: string }
+  | { type: 'list_sensor_targets'; plugin: string }
   | { type: 'set_llm'; base_url: string; model: string; api_key_env?: string };
 
 const EVENT_TYPES = new Set<string>([
@@ -136,6 +145,7 @@ const EVENT_TYPES = new Set<string>([
   'push_to_talk',
   'observation',
   'sensor_status',
+  'sensor_targets',
   'proactive',
   'proactive_skipped',
   'mood_changed',

@@ -1,6 +1,6 @@
 // The UI's view state as a pure reducer over session events: subtitles, transcript, tool chips, latency
 // and notices. No DOM here, so the same event sequence always gives the same state (unit-tested).
-import type { EventEnvelope, LatencyOrigin, SensorState, SessionState, ToolStatus } from './protocol';
+import type { EventEnvelope, LatencyOrigin, SensorState, SensorTarget, SessionState, ToolStatus } from './protocol';
 import { cleanStreaming, consumeSentence } from './subtitles';
 
 export interface ChatMessage {
@@ -61,6 +61,8 @@ export interface UiState {
   notices: Notice[];
   nextNoticeId: number;
   sensors: SensorView[];
+  /** What the user can pick for the sensor to watch (the last `sensor_targets`). */
+  sensorTargets: SensorTarget[];
   micMuted: boolean;
   doNotDisturb: boolean;
   /** The microphone listens only while the talk button is held. */
@@ -91,6 +93,7 @@ export function initialState(): UiState {
     notices: [],
     nextNoticeId: 1,
     sensors: [],
+    sensorTargets: [],
     micMuted: false,
     doNotDisturb: false,
     pushToTalk: false,
@@ -173,7 +176,7 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
     case 'session_ready':
       // A new character: its own sensors and mood report themselves afresh.
       return pushMessage(
-        { ...s, character: ev.character, agentId: ev.agent_id, tools: ev.tools, sensors: [], mood: null, lastObservation: null },
+        { ...s, character: ev.character, agentId: ev.agent_id, tools: ev.tools, sensors: [], sensorTargets: [], mood: null, lastObservation: null },
         { role: 'system', text: `${ev.character} is here.` },
       );
     case 'state_changed':
@@ -271,6 +274,8 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
       const next = { ...s, sensors, lastObservation: ev.state === 'watching' ? s.lastObservation : null };
       return ev.state === 'error' ? pushNotice(next, 'warning', `Screen watcher: ${ev.message}`) : next;
     }
+    case 'sensor_targets':
+      return { ...s, sensorTargets: ev.targets };
     case 'proactive':
       return { ...s, proactiveTurns: [...s.proactiveTurns, ev.turn_id].slice(-20) };
     case 'proactive_skipped':

@@ -12,6 +12,8 @@ export interface UiHandlers {
   onSwitchProfile(path: string): void;
   /** Start (with a window title pattern) or stop a sensor plugin, e.g. the screen watcher. */
   onSensor(plugin: string, enabled: boolean, target?: string): void;
+  /** Ask the sensor which windows it could watch. */
+  onListTargets(plugin: string): void;
   onDoNotDisturb(enabled: boolean): void;
   /** Push-to-talk mode on/off, and the talk button held (true) or let go (false). */
   onPushToTalkMode(enabled: boolean): void;
@@ -61,6 +63,9 @@ export class Ui {
   private readonly watchStop = el('button', { type: 'button', class: 'danger', 'data-testid': 'watch-stop' }, 'Stop watching');
   private readonly watchTitle = el('input', { type: 'text', placeholder: 'Window title…', 'data-testid': 'watch-title', 'aria-label': 'Window to watch' });
   private readonly watchStart = el('button', { type: 'button', 'data-testid': 'watch-start' }, 'Watch');
+  private readonly watchList = el('button', { type: 'button', 'data-testid': 'watch-list' }, 'Windows…');
+  private readonly watchPick = el('select', { 'data-testid': 'watch-pick', 'aria-label': 'Window to watch', hidden: '' });
+  private renderedTargets = '';
   private readonly dndBtn = el('button', { type: 'button', 'data-testid': 'dnd', 'aria-pressed': 'false' }, 'Quiet: off');
   private readonly pttModeBtn = el('button', { type: 'button', 'data-testid': 'ptt-mode', 'aria-pressed': 'false' }, 'Push to talk: off');
   private readonly talkBtn = el('button', { type: 'button', 'data-testid': 'talk', hidden: '' }, 'Hold to talk');
@@ -131,7 +136,11 @@ export class Ui {
     this.dndBtn.addEventListener('click', () => {
       handlers.onDoNotDisturb(this.dndBtn.getAttribute('aria-pressed') !== 'true');
     });
-    this.watchBox.append(this.watchLabel, this.watchStop, this.watchTitle, this.watchStart);
+    this.watchList.addEventListener('click', () => handlers.onListTargets(this.watchedPlugin));
+    this.watchPick.addEventListener('change', () => {
+      if (this.watchPick.value) handlers.onSensor(this.watchedPlugin, true, this.watchPick.value);
+    });
+    this.watchBox.append(this.watchLabel, this.watchStop, this.watchTitle, this.watchStart, this.watchList, this.watchPick);
     this.setStatus('closed');
   }
 
@@ -227,6 +236,17 @@ export class Ui {
     this.watchStop.hidden = !(watching || sensor.state === 'waiting');
     this.watchTitle.hidden = watching;
     this.watchStart.hidden = watching;
+    this.watchList.hidden = watching;
+    this.watchPick.hidden = watching || s.sensorTargets.length === 0;
+    const key = JSON.stringify(s.sensorTargets);
+    if (key !== this.renderedTargets) {
+      this.renderedTargets = key;
+      this.watchPick.replaceChildren(
+        el('option', { value: '' }, 'Pick a window…'),
+        ...s.sensorTargets.map((t) =>
+          el('option', { value: t.title }, `${t.title}${t.detail ? ` — ${t.detail}` : ''} (${t.width}×${t.height})`)),
+      );
+    }
   }
 
   private buildSettings(current: LlmSettings): void {

@@ -107,6 +107,8 @@ describe('game companion and settings events', () => {
       { type: 'sensor_status', plugin: 'screen_watch', state: 'waiting', reason: 'no window chosen' },
     ]);
     expect(isWatching(s)).toBe(false);
+    s = reduce(s, { seq: 2, type: 'sensor_targets', plugin: 'screen_watch', targets: [{ title: 'My Game', detail: 'game', width: 1280, height: 720 }] });
+    expect(s.sensorTargets.map((t) => t.title)).toEqual(['My Game']);
     s = reduce(s, { seq: 3, type: 'sensor_status', plugin: 'screen_watch', state: 'watching', target: 'My Game' });
     expect(isWatching(s)).toBe(true);
     expect(s.sensors).toEqual([{ plugin: 'screen_watch', state: 'watching', detail: 'My Game' }]);

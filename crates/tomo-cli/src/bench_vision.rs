@@ -1,3 +1,4 @@
+//! `tomo windows`: what the screen watcher could watch.
 //! `tomo bench vision`: what the screen watcher costs — CPU at a capture rate on a window that does not
 //! change, and OCR time per changed frame (whole frame and a strip), on this machine's real display.
 
@@ -39,5 +40,24 @@ pub fn run_vision(args: VisionBenchArgs) -> anyhow::Result<ExitCode> {
     config.repeats = args.repeats.max(1);
     let report = run(&config)?;
     println!("{report}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the windows (title, application, size) and monitors the screen watcher can capture.
+pub fn list_targets() -> anyhow::Result<ExitCode> {
+    let windows = tomo_vision::list_windows()?;
+    println!("windows:");
+    for w in windows.iter().filter(|w| !w.title.trim().is_empty()) {
+        let state = if w.minimized { "  (minimised)" } else { "" };
+        println!(
+            "  {:?}  {}  {}x{}{state}",
+            w.title, w.app_name, w.width, w.height
+        );
+    }
+    println!("monitors:");
+    for m in tomo_vision::list_monitors()? {
+        let primary = if m.primary { "  (primary)" } else { "" };
+        println!("  {}  {}x{}{primary}", m.name, m.width, m.height);
+    }
     Ok(ExitCode::SUCCESS)
 }

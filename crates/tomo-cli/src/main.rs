@@ -49,6 +49,9 @@ enum Command {
     /// List, install and download models (whisper, VAD, voices, ONNX Runtime).
     #[command(subcommand)]
     Models(models_cmd::ModelsCommand),
+    /// The windows and monitors the game companion's screen watcher can watch (titles for
+    /// `[plugins.screen_watch] window_title`).
+    Windows,
 }
 
 /// Endpoint flags: a flag wins over its environment variable, which wins over the profile.
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
         Command::Profile(ProfileCommand::Schema) => profile_cmd::schema(),
         Command::Memory(args) => memory_cmd::run(args),
         Command::Models(command) => models_cmd::run(command),
+        Command::Windows => bench_vision::list_targets(),
     };
     match outcome {
         Ok(code) => code,

@@ -40,6 +40,8 @@ pub enum Op {
     SetPushToTalk { enabled: bool },
     /// The push-to-talk control was pressed or released (ignored unless push-to-talk is on).
     PushToTalk { pressed: bool },
+    /// Ask a sensor what it could watch (answered with `sensor_targets`).
+    ListSensorTargets { plugin: String },
     /// Use another LLM endpoint from now on (the settings' presets). The key is never sent: `api_key_env`
     /// names an environment variable of the Tomo process that holds it (its name must end in `API_KEY`);
     /// without it the current key stays.
@@ -82,6 +84,19 @@ pub struct Observation {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<Region>,
+}
+
+/// Something a sensor can watch (for the screen watcher: a window), offered to the user to pick from.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SensorTarget {
+    /// What `set_sensor`'s `target` should say to pick it (the window title).
+    pub title: String,
+    /// A hint for the user (the application), possibly empty.
+    #[serde(default)]
+    pub detail: String,
+    pub width: u32,
+    pub height: u32,
 }
 
 /// What a sensor is doing, as shown in the UI (the privacy indicator reads `watching`).
@@ -334,6 +349,11 @@ pub enum Event {
     },
     /// A sensor noticed something.
     Observation(Observation),
+    /// What a sensor could watch (after `list_sensor_targets`).
+    SensorTargets {
+        plugin: String,
+        targets: Vec<SensorTarget>,
+    },
     /// A sensor's state changed.
     SensorStatus {
         plugin: String,

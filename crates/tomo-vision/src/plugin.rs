@@ -16,7 +16,7 @@ use tomo_core::plugins::builtin::{PluginError, PluginParts, parse_config};
 use tomo_core::plugins::host::{FactoryContext, PluginFactory};
 use tomo_core::plugins::manifest::ToolLimits;
 use tomo_core::plugins::sensor::{Sensor, SensorCommand, SensorOutput};
-use tomo_core::protocol::{Observation, Region, SensorState};
+use tomo_core::protocol::{Observation, Region, SensorState, SensorTarget};
 
 use crate::ocr::OcrModels;
 use crate::watcher::{ScreenWatcher, WatchConfig, WatchHandle, WatchOutput, WatchStatus};
@@ -149,6 +149,9 @@ impl Sensor for ScreenWatchSensor {
                                 stop(handle).await;
                             }
                         }
+                        Some(SensorCommand::ListTargets) => {
+                            let _ = out.send(SensorOutput::Targets(windows().await)).await;
+                        }
                     },
                 }
             }
@@ -214,6 +217,34 @@ impl ScreenWatchSensor {
         });
         Some(handle)
     }
+}
+
+/// The windows the user can pick, biggest first (the game is usually the big one); no windows (no window
+/// manager, capture not permitted) is an empty list, with the reason in the log.
+async fn windows() -> Vec<SensorTarget> {
+    let listed = tokio::task::spawn_blocking(crate::target::list_windows).await;
+    let mut windows = match listed {
+        Ok(Ok(windows)) => windows,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "cannot list windows");
+            return Vec::new();
+        }
+        Err(join) => {
+            tracing::warn!(%join, "listing windows crashed");
+            return Vec::new();
+        }
+    };
+    windows.retain(|w| !w.title.trim().is_empty() && w.width > 0 && w.height > 0);
+    windows.sort_by_key(|w| std::cmp::Reverse(u64::from(w.width) * u64::from(w.height)));
+    windows
+        .into_iter()
+        .map(|w| SensorTarget {
+            title: w.title,
+            detail: w.app_name,
+            width: w.width,
+            height: w.height,
+        })
+        .collect()
 }
 
 async fn stop(handle: WatchHandle) {

@@ -161,6 +161,31 @@ async fn the_character_speaks_up_about_new_text_in_the_watched_window() {
             .contains("Ice Dragon")
     );
 
+    // The UI's window picker: the watched window is among what the sensor offers.
+    session
+        .send(Op::ListSensorTargets {
+            plugin: "screen_watch".into(),
+        })
+        .await
+        .unwrap();
+    let offered = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(envelope) = events.recv().await {
+            if let Event::SensorTargets { plugin, targets } = envelope.event {
+                return Some((plugin, targets));
+            }
+        }
+        None
+    })
+    .await
+    .unwrap()
+    .expect("no sensor_targets event");
+    assert_eq!(offered.0, "screen_watch");
+    assert!(
+        offered.1.iter().any(|t| t.title == TITLE && t.width > 0),
+        "the window is not offered: {:?}",
+        offered.1
+    );
+
     // One click to stop: the sensor stops watching.
     session
         .send(Op::SetSensor {

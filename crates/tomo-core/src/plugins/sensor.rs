@@ -7,7 +7,8 @@
 //!   starts in whatever state its config says (watching the configured target, or stopped).
 //! - [`SensorCommand::Start`] (re)starts watching; `target: Some(..)` replaces the configured target (the
 //!   user picked a window in the UI). [`SensorCommand::Stop`] stops watching (the one-click stop): no
-//!   capture at all until the next `Start`.
+//!   capture at all until the next `Start`. [`SensorCommand::ListTargets`] asks what could be watched;
+//!   answer with [`SensorOutput::Targets`] (sensors without a choice answer with an empty list).
 //! - Report every state change as [`SensorOutput::Status`] (the UI shows a watching indicator from it) and
 //!   what was noticed as [`SensorOutput::Observation`]. Problems (window gone, permission denied) are a
 //!   `Waiting`/`Error` status, never a panic.
@@ -19,13 +20,14 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{Observation, SensorState};
+use crate::protocol::{Observation, SensorState, SensorTarget};
 
 /// What the session (the user, through `set_sensor`) asks a sensor to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SensorCommand {
     Start { target: Option<String> },
     Stop,
+    ListTargets,
 }
 
 /// What a sensor reports.
@@ -33,6 +35,7 @@ pub enum SensorCommand {
 pub enum SensorOutput {
     Observation(Observation),
     Status(SensorState),
+    Targets(Vec<SensorTarget>),
 }
 
 /// A sensor plugin. See the module docs for the contract.

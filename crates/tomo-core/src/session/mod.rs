@@ -167,6 +167,10 @@ impl Coordinator {
                 output: SensorOutput::Status(state),
             } => self.emit(Event::SensorStatus { plugin, state }),
             PluginMsg::Sensor {
+                plugin,
+                output: SensorOutput::Targets(targets),
+            } => self.emit(Event::SensorTargets { plugin, targets }),
+            PluginMsg::Sensor {
                 output: SensorOutput::Observation(observation),
                 ..
             } => {
@@ -305,6 +309,15 @@ impl Coordinator {
                 }
             }
             Op::SwitchProfile { path } => self.switch_profile(Path::new(&path)).await,
+            Op::ListSensorTargets { plugin } => {
+                if let Err(message) = self.plugins.command(&plugin, SensorCommand::ListTargets) {
+                    self.emit(Event::Error {
+                        code: ErrorCode::Plugin,
+                        message,
+                        recoverable: true,
+                    });
+                }
+            }
             Op::SetLlm {
                 base_url,
                 model,

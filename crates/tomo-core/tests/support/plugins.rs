@@ -78,6 +78,7 @@ impl Sensor for FakeSensor {
                         let status = match command {
                             SensorCommand::Start { target } => watching(target.as_deref().unwrap_or("Game")),
                             SensorCommand::Stop => SensorOutput::Status(SensorState::Stopped),
+                            SensorCommand::ListTargets => SensorOutput::Targets(Vec::new()),
                         };
                         let _ = out.send(status).await;
                     }
