@@ -11,7 +11,7 @@ use tomo_core::profile::load_profile;
 use tomo_core::protocol::Event;
 use tomo_core::session::start_session;
 use tomo_core::sink::{OutputSink, TextSink};
-use tomo_runtime::{EnvOptions, Notify, start_listening, voice};
+use tomo_runtime::{EnvOptions, Notify, SessionNotices, start_listening, voice};
 use tomo_speech::models::{InstallEvent, ModelStore};
 
 use crate::events::SessionEvent;
@@ -36,7 +36,9 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
         tracing::warn!("{warning}");
     }
     let profile = loaded.profile;
-    let notify: Notify = Arc::new(|line: &str| tracing::warn!("{line}"));
+    // Device and model problems become `notice` events: the UI shows them (there is no terminal).
+    let notices = SessionNotices::new();
+    let notify: Notify = notices.notify();
 
     // Voice parts, each optional: a missing piece degrades to text rather than stopping the app.
     let mut listener = None;
@@ -75,6 +77,7 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
         .await
         .context("cannot start the session")?;
     let ops = session.sender();
+    notices.connect(ops.clone());
     let (replay, listen) = {
         let state = app.state::<AppState>();
         if let Some((vad, asr)) = listener {

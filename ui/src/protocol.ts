@@ -104,7 +104,8 @@ export type Event =
   | { type: 'proactive'; turn_id: TurnId; reason: string }
   | { type: 'proactive_skipped'; reason: string; why: ProactiveSkip }
   | { type: 'mood_changed'; score: number; reason: string }
-  | { type: 'llm_changed'; base_url: string; model: string };
+  | { type: 'llm_changed'; base_url: string; model: string }
+  | { type: 'notice'; level: 'info' | 'warning' | 'error'; message: string };
 
 export type EventEnvelope = Event & { seq: number };
 
@@ -122,6 +123,7 @@ export type Op =
   | { type: 'proactive_turn'; reason: string }
   | { type: 'set_sensor'; plugin: string; enabled: boolean; target?: string }
   | { type: 'list_sensor_targets'; plugin: string }
+  | { type: 'notice'; level: 'info' | 'warning' | 'error'; message: string }
   | { type: 'set_llm'; base_url: string; model: string; api_key_env?: string };
 
 const EVENT_TYPES = new Set<string>([
@@ -150,6 +152,7 @@ const EVENT_TYPES = new Set<string>([
   'proactive_skipped',
   'mood_changed',
   'llm_changed',
+  'notice',
 ]);
 
 /** A server frame that is not a session event (e.g. a replay-gap notice or a transport error frame). */

@@ -282,6 +282,11 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
       return s;
     case 'mood_changed':
       return { ...s, mood: ev.score };
+    case 'notice':
+      // Devices and models: problems as notices, good news ("microphone back") in the transcript.
+      return ev.level === 'info'
+        ? pushMessage(s, { role: 'system', text: ev.message })
+        : pushNotice(s, ev.level, ev.message);
     case 'llm_changed':
       return pushMessage(s, { role: 'system', text: `Now thinking with ${ev.model} at ${ev.base_url}.` });
   }

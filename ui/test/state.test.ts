@@ -125,8 +125,12 @@ describe('game companion and settings events', () => {
     expect(s.lastObservation).toBeNull();
     s = reduce(s, { seq: 10, type: 'llm_changed', base_url: 'https://api.deepseek.com/v1', model: 'deepseek-chat' });
     expect(s.transcript[s.transcript.length - 1]?.text).toBe('Now thinking with deepseek-chat at https://api.deepseek.com/v1.');
+    s = reduce(s, { seq: 12, type: 'notice', level: 'warning', message: 'microphone lost; retrying' });
+    expect(s.notices[s.notices.length - 1]).toMatchObject({ level: 'warning', text: 'microphone lost; retrying' });
+    s = reduce(s, { seq: 13, type: 'notice', level: 'info', message: 'microphone back: USB headset' });
+    expect(s.transcript[s.transcript.length - 1]).toMatchObject({ role: 'system', text: 'microphone back: USB headset' });
     // A new character reports its own sensors and mood.
-    s = reduce(s, { seq: 11, type: 'session_ready', character: 'Hana', agent_id: 'hana', tools: [] });
+    s = reduce(s, { seq: 14, type: 'session_ready', character: 'Hana', agent_id: 'hana', tools: [] });
     expect([s.sensors, s.mood]).toEqual([[], null]);
   });
 });

@@ -78,16 +78,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     // Refuse an unsafe bind before the session touches memory, plugins or the LLM.
     config.check()?;
+    // What goes wrong with the speakers is told to the clients too (as `notice` events), not only here.
+    let notices = tomo_runtime::SessionNotices::new();
     let sink: Arc<dyn OutputSink> = if args.text {
         Arc::new(TextSink)
     } else {
-        voice_sink(&profile, args.tts_workers)
+        voice_sink(&profile, args.tts_workers, &notices.notify())
     };
     let prepared = environment(&args.profile, &args.llm, &args.session);
     let (session, events) = start_session(profile, prepared.env.clone(), sink)
         .await
         .context("cannot start the session")?;
     let ops = session.sender();
+    notices.connect(ops.clone());
     let server = match Server::start(config, ops.clone(), events).await {
         Ok(server) => server,
         Err(error) => {
@@ -128,10 +131,15 @@ fn folder_of(profile: &Path) -> PathBuf {
 }
 
 /// Speech on this machine's speakers when there are any; otherwise text events only, said once on stderr.
-fn voice_sink(profile: &Profile, workers: usize) -> Arc<dyn OutputSink> {
+fn voice_sink(
+    profile: &Profile,
+    workers: usize,
+    notify: &tomo_runtime::Notify,
+) -> Arc<dyn OutputSink> {
     let (sink, problem) = tomo_runtime::speaker_sink_or_text(profile, workers);
     if let Some(error) = problem {
         eprintln!("! {error:#}; answers are text only (use --text to say so)");
+        notify(&format!("! {error:#}; answers are text only"));
     }
     sink
 }

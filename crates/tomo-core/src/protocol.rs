@@ -40,6 +40,9 @@ pub enum Op {
     SetPushToTalk { enabled: bool },
     /// The push-to-talk control was pressed or released (ignored unless push-to-talk is on).
     PushToTalk { pressed: bool },
+    /// The front end around the session (microphone, speakers, model installer) has something to tell
+    /// every client, e.g. "microphone lost; retrying". The session relays it as a `notice` event.
+    Notice { level: NoticeLevel, message: String },
     /// Ask a sensor what it could watch (answered with `sensor_targets`).
     ListSensorTargets { plugin: String },
     /// Use another LLM endpoint from now on (the settings' presets). The key is never sent: `api_key_env`
@@ -84,6 +87,16 @@ pub struct Observation {
     pub text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<Region>,
+}
+
+/// How much a notice matters to the user.
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+    Error,
 }
 
 /// Something a sensor can watch (for the screen watcher: a window), offered to the user to pick from.
@@ -349,6 +362,11 @@ pub enum Event {
     },
     /// A sensor noticed something.
     Observation(Observation),
+    /// A readable notice from the front end (devices, models), for every client to show.
+    Notice {
+        level: NoticeLevel,
+        message: String,
+    },
     /// What a sensor could watch (after `list_sensor_targets`).
     SensorTargets {
         plugin: String,

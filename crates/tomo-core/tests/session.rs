@@ -541,3 +541,28 @@ async fn push_to_talk_presses_are_relayed_only_in_push_to_talk_mode() {
     session.send(Op::Shutdown).await.unwrap();
     session.join().await;
 }
+
+/// What the microphone or speakers front end reports reaches every client as an event.
+#[tokio::test]
+async fn front_end_notices_are_relayed_to_clients() {
+    let server = ScriptedServer::start(vec![]).await.unwrap();
+    let (_dir, session, mut events) = text_session(&server).await;
+    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
+    session
+        .send(Op::Notice {
+            level: tomo_core::protocol::NoticeLevel::Warning,
+            message: "microphone lost (device unplugged); retrying".into(),
+        })
+        .await
+        .unwrap();
+    let seen = collect_until(&mut events, |e| matches!(e, Event::Notice { .. })).await;
+    assert_eq!(
+        seen.last().unwrap().event,
+        Event::Notice {
+            level: tomo_core::protocol::NoticeLevel::Warning,
+            message: "microphone lost (device unplugged); retrying".into()
+        }
+    );
+    session.send(Op::Shutdown).await.unwrap();
+    session.join().await;
+}

@@ -4,10 +4,12 @@
 
 pub mod env;
 pub mod listen;
+pub mod notices;
 pub mod paths;
 pub mod sinks;
 pub mod voice;
 
 pub use env::{EnvOptions, Prepared, environment};
 pub use listen::{ListenFlags, Notify, start_listening};
+pub use notices::SessionNotices;
 pub use sinks::{speaker_sink, speaker_sink_or_text};

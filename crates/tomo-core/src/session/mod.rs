@@ -309,6 +309,7 @@ impl Coordinator {
                 }
             }
             Op::SwitchProfile { path } => self.switch_profile(Path::new(&path)).await,
+            Op::Notice { level, message } => self.emit(Event::Notice { level, message }),
             Op::ListSensorTargets { plugin } => {
                 if let Err(message) = self.plugins.command(&plugin, SensorCommand::ListTargets) {
                     self.emit(Event::Error {
