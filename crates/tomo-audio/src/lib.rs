@@ -2,6 +2,7 @@
 //! mono, voice activity detection with pre-roll and hangover, and a playback queue.
 
 pub mod capture;
+mod glitch_log;
 pub mod output;
 mod pcm;
 pub mod playback;

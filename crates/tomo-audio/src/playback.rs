@@ -17,6 +17,7 @@ use futures::future::BoxFuture;
 use rodio::cpal::traits::{DeviceTrait, HostTrait};
 use rodio::{DeviceSinkBuilder, MixerDeviceSink, Player, Source};
 
+use crate::glitch_log::GlitchLog;
 use crate::output::{AudioOutput, Clip, ClipCallback, OutputError};
 
 /// How much longer than its own length a clip may take to play before the device counts as gone. Generous:
@@ -333,42 +334,6 @@ struct Worker {
     glitches: GlitchLog,
 }
 
-/// ALSA-on-PulseAudio can report the same transient error thousands of times a second while audio keeps
-/// playing; one warning per burst (with a count) keeps the log readable without hiding that it happens.
-struct GlitchLog {
-    window_start: Option<Instant>,
-    suppressed: u64,
-}
-
-impl GlitchLog {
-    const WINDOW: Duration = Duration::from_secs(10);
-
-    fn new() -> Self {
-        Self {
-            window_start: None,
-            suppressed: 0,
-        }
-    }
-
-    /// True when this glitch should be logged; `suppressed()` then tells how many were not since the last.
-    fn admit(&mut self, now: Instant) -> bool {
-        match self.window_start {
-            Some(start) if now.duration_since(start) < Self::WINDOW => {
-                self.suppressed += 1;
-                false
-            }
-            _ => {
-                self.window_start = Some(now);
-                true
-            }
-        }
-    }
-
-    fn take_suppressed(&mut self) -> u64 {
-        std::mem::take(&mut self.suppressed)
-    }
-}
-
 impl Worker {
     fn new(
         sink: MixerDeviceSink,
@@ -620,24 +585,5 @@ impl Source for TrackedClip {
     }
     fn total_duration(&self) -> Option<Duration> {
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn glitch_bursts_are_logged_once_per_window_with_a_count() {
-        let mut log = GlitchLog::new();
-        let t0 = Instant::now();
-        assert!(log.admit(t0));
-        assert_eq!(log.take_suppressed(), 0);
-        for ms in 1..=500 {
-            assert!(!log.admit(t0 + Duration::from_millis(ms)));
-        }
-        assert!(log.admit(t0 + GlitchLog::WINDOW + Duration::from_millis(1)));
-        assert_eq!(log.take_suppressed(), 500);
-        assert!(!log.admit(t0 + GlitchLog::WINDOW + Duration::from_millis(2)));
     }
 }

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::desktop::{close_window, have, open_window, render, start_desktop};
+use common::desktop::{close_window, ocr_desktop, open_window, render};
 use tomo_core::profile::load_profile;
 use tomo_core::protocol::{Event, Op, SensorState};
 use tomo_core::session::{Environment, LlmOverrides, start_session};
@@ -59,16 +59,7 @@ force_every_s = 3
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_character_speaks_up_about_new_text_in_the_watched_window() {
-    let Some(models) = common::ocr_models() else {
-        return;
-    };
-    if common::convert_binary().is_none() || !have("display") {
-        common::skip_or_fail(
-            "ImageMagick (`convert`, `display`) is missing (Debian package imagemagick)",
-        );
-        return;
-    }
-    let Some(desktop) = start_desktop() else {
+    let Some((models, desktop)) = ocr_desktop() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

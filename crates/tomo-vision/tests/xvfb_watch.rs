@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use common::desktop::{close_window, have, open_window, render, start_desktop};
+use common::desktop::{close_window, ocr_desktop, open_window, render};
 
 use tomo_vision::{ScreenWatcher, WatchConfig, WatchOutput, WatchStatus};
 
@@ -46,16 +46,7 @@ fn observation_text(output: &WatchOutput) -> Option<&str> {
 
 #[test]
 fn watcher_reports_new_text_only_and_survives_the_window_going_away() {
-    let Some(models) = common::ocr_models() else {
-        return;
-    };
-    if common::convert_binary().is_none() || !have("display") {
-        common::skip_or_fail(
-            "ImageMagick (`convert`, `display`) is missing (Debian package imagemagick)",
-        );
-        return;
-    }
-    let Some(desktop) = start_desktop() else {
+    let Some((models, desktop)) = ocr_desktop() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

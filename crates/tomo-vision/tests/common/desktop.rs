@@ -131,3 +131,17 @@ pub fn render(dir: &Path, name: &str, lines: &[&str]) -> PathBuf {
     assert!(super::render_text(lines, &font, 20, &path));
     path
 }
+
+/// Everything a window test needs: the OCR models, ImageMagick, and a private desktop. `None` when
+/// something is missing (the test is skipped, or fails in CI, with the reason).
+pub fn ocr_desktop() -> Option<(tomo_vision::OcrModels, Desktop)> {
+    let models = super::ocr_models()?;
+    if super::convert_binary().is_none() || !have("display") {
+        super::skip_or_fail(
+            "ImageMagick (`convert`, `display`) is missing (Debian package imagemagick)",
+        );
+        return None;
+    }
+    let desktop = start_desktop()?;
+    Some((models, desktop))
+}
