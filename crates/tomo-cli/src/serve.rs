@@ -130,7 +130,7 @@ fn folder_of(profile: &Path) -> PathBuf {
     }
 }
 
-/// Speech on this machine's speakers when there are any; otherwise text events only, said once on stderr.
+/// Speech on this machine's speakers when there are any; otherwise text events only, said once (log + notice).
 fn voice_sink(
     profile: &Profile,
     workers: usize,
@@ -138,8 +138,10 @@ fn voice_sink(
 ) -> Arc<dyn OutputSink> {
     let (sink, problem) = tomo_runtime::speaker_sink_or_text(profile, workers);
     if let Some(error) = problem {
-        eprintln!("! {error:#}; answers are text only (use --text to say so)");
-        notify(&format!("! {error:#}; answers are text only"));
+        // Logged here and sent to the clients as a notice.
+        notify(&format!(
+            "! {error:#}; answers are text only (start with --text to say so)"
+        ));
     }
     sink
 }

@@ -40,6 +40,40 @@ async fn send(session: &SessionHandle, op: Op) {
     session.send(op).await.unwrap();
 }
 
+/// A text session whose character has a fake sensor that observes `seen_text` at once and a spy scheduler
+/// that asks for a proactive turn on each observation (recording the commands and events they get).
+async fn sensor_session(
+    dir: &std::path::Path,
+    server: &ScriptedServer,
+    seen_text: &str,
+    commands: Arc<Mutex<Vec<SensorCommand>>>,
+    seen: Arc<Mutex<Vec<Event>>>,
+) -> (
+    SessionHandle,
+    tokio::sync::mpsc::UnboundedReceiver<EventEnvelope>,
+) {
+    let sensor = PluginParts {
+        sensors: vec![Arc::new(FakeSensor {
+            observations: vec![observation(seen_text)],
+            commands,
+        })],
+        ..PluginParts::default()
+    };
+    let spy = PluginParts {
+        schedulers: vec![Arc::new(SpyScheduler { seen })],
+        ..PluginParts::default()
+    };
+    let profile = write_profile(dir, &server.base_url(), &["fake_sensor", "spy"], "");
+    let env = env_with(
+        dir,
+        vec![
+            Arc::new(Parts("fake_sensor", sensor)),
+            Arc::new(Parts("spy", spy)),
+        ],
+    );
+    start(&profile, env, Arc::new(TextSink)).await
+}
+
 #[tokio::test]
 async fn observations_reach_scheduler_events_and_the_user_message_and_set_sensor_reaches_the_sensor()
  {
@@ -49,28 +83,14 @@ async fn observations_reach_scheduler_events_and_the_user_message_and_set_sensor
     let dir = tempfile::tempdir().unwrap();
     let commands = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let sensor = PluginParts {
-        sensors: vec![Arc::new(FakeSensor {
-            observations: vec![observation("Boss defeated: Ganon")],
-            commands: Arc::clone(&commands),
-        })],
-        ..PluginParts::default()
-    };
-    let spy = PluginParts {
-        schedulers: vec![Arc::new(SpyScheduler {
-            seen: Arc::clone(&seen),
-        })],
-        ..PluginParts::default()
-    };
-    let profile = write_profile(dir.path(), &server.base_url(), &["fake_sensor", "spy"], "");
-    let env = env_with(
+    let (session, mut events) = sensor_session(
         dir.path(),
-        vec![
-            Arc::new(Parts("fake_sensor", sensor)),
-            Arc::new(Parts("spy", spy)),
-        ],
-    );
-    let (session, mut events) = start(&profile, env, Arc::new(TextSink)).await;
+        &server,
+        "Boss defeated: Ganon",
+        Arc::clone(&commands),
+        Arc::clone(&seen),
+    )
+    .await;
     let got = collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
     let got = events_of(&got);
     assert!(got.contains(&&Event::SensorStatus {
@@ -524,28 +544,14 @@ async fn screen_text_does_not_reach_an_llm_that_is_not_on_this_machine() {
         .unwrap();
     assert!(!server.base_url().contains("127.0.0.1"));
     let dir = tempfile::tempdir().unwrap();
-    let sensor = PluginParts {
-        sensors: vec![Arc::new(FakeSensor {
-            observations: vec![observation("Private message: the code is 4711")],
-            commands: Arc::default(),
-        })],
-        ..PluginParts::default()
-    };
-    let spy = PluginParts {
-        schedulers: vec![Arc::new(SpyScheduler {
-            seen: Arc::default(),
-        })],
-        ..PluginParts::default()
-    };
-    let profile = write_profile(dir.path(), &server.base_url(), &["fake_sensor", "spy"], "");
-    let env = env_with(
+    let (session, mut events) = sensor_session(
         dir.path(),
-        vec![
-            Arc::new(Parts("fake_sensor", sensor)),
-            Arc::new(Parts("spy", spy)),
-        ],
-    );
-    let (session, mut events) = start(&profile, env, Arc::new(TextSink)).await;
+        &server,
+        "Private message: the code is 4711",
+        Arc::default(),
+        Arc::default(),
+    )
+    .await;
     let got = collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
     // The UI on this machine still sees the observation...
     assert!(

@@ -17,6 +17,7 @@
 
 pub mod chunk;
 mod http;
+pub mod prereq;
 pub mod script;
 mod server;
 

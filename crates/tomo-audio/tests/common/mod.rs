@@ -4,24 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Without `CI` a missing prerequisite skips the test (prints why); in CI it fails it.
-pub fn skip_or_fail(why: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("skipped: {why}");
-}
-
-/// The model store root: `$TOMO_MODELS_DIR`, else `<data dir>/tomo/models`.
-pub fn models_dir() -> PathBuf {
-    match std::env::var_os("TOMO_MODELS_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => dirs::data_dir()
-            .expect("no data directory")
-            .join("tomo")
-            .join("models"),
-    }
-}
+pub use tomo_testkit::prereq::{models_dir, skip_or_fail};
 
 /// Paths of the Silero model and the ONNX Runtime library, if installed.
 pub fn silero_paths() -> Option<(PathBuf, PathBuf)> {

@@ -8,24 +8,7 @@ use tomo_vision::OcrModels;
 
 pub mod desktop;
 
-/// Without `CI` a missing prerequisite skips the test (prints why); in CI it fails it.
-pub fn skip_or_fail(why: &str) {
-    if std::env::var_os("CI").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("skipped: {why}");
-}
-
-/// The model store root: `$TOMO_MODELS_DIR`, else `<data dir>/tomo/models`.
-pub fn models_dir() -> PathBuf {
-    match std::env::var_os("TOMO_MODELS_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => dirs::data_dir()
-            .expect("no data directory")
-            .join("tomo")
-            .join("models"),
-    }
-}
+pub use tomo_testkit::prereq::{models_dir, skip_or_fail};
 
 /// The OCR models and ONNX Runtime, if installed.
 pub fn ocr_models() -> Option<OcrModels> {
