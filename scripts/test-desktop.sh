@@ -5,7 +5,16 @@
 # 2. Pet mode (--pet): a backdrop window of a colour the UI never uses lies under the pet; the screenshot shows
 #    that colour through most of the window (transparent) but not all of it (the character). Quits with 0 again, and the
 #    pet's position was saved to the app config dir.
-# Text mode (no models or sound needed); the LLM is never called (no turn is sent).
+# 3. The user's own models (--models-dir): a copy of Shizuku with magenta textures under the bundled model's
+#    path replaces it; the screenshot shows magenta where the character stands.
+# 4. The tray menu, clicked the way a panel does (scripts/tray-host.py is the StatusNotifier host on a private
+#    session bus): its items are there, "Pet mode" makes the window transparent and checks itself, "Mute
+#    microphone" gets checked once the session confirms the mute, "Quit" exits 0 after a clean shutdown.
+# 5. A voice turn inside the app (not text mode): a spoken question played into the PulseAudio null sink
+#    reaches the app through its monitor (the default microphone), is recognized by whisper and sent to the
+#    scripted LLM (ui/e2e/llm-stub-cli.mjs), and the app speaks the answer: its log shows the sentences
+#    played and drained, and a recording of the sink's monitor during the answer is not silent. Uses the installed voice models (the app installs them on its first run otherwise).
+# Steps 1-4 run in text mode (no models or sound needed) and never call the LLM.
 # Usage: scripts/test-desktop.sh   (after `cargo build -p tomo-desktop`; needs ui/dist built before that)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +55,12 @@ import -window root "$work/backdrop-check.png"
 [ "$(convert "$work/backdrop-check.png" -format '%[hex:p{640,400}]' info:)" = "00FF00" ] ||
     fail "the backdrop is not $root_colour on screen; the transparency check would mean nothing"
 
+# The sound server for step 5, found before XDG_CONFIG_HOME moves: PulseAudio clients look for its socket
+# and cookie under the config dir, so every app start below is told where they are instead.
+scripts/pulse-null.sh >/dev/null
+PULSE_SERVER="unix:$(pactl info | sed -n 's/^Server String: //p')"
+PULSE_COOKIE="${XDG_CONFIG_HOME:-$HOME/.config}/pulse/cookie"
+export PULSE_SERVER PULSE_COOKIE
 export XDG_CONFIG_HOME="$work/config" TOMO_DATA_DIR="$work/data" TOMO_TEXT_ONLY=1
 # The webview has no GPU here: software GL for WebGL, and no DMA-BUF renderer (not in Xvfb).
 export LIBGL_ALWAYS_SOFTWARE=1 WEBKIT_DISABLE_DMABUF_RENDERER=1 WEBKIT_DISABLE_COMPOSITING_MODE=1
@@ -117,3 +132,127 @@ quit_app
 grep -q '"pet_mode": true' "$work"/config/*/desktop.json || fail "pet mode was not remembered"
 grep -q '"pet_position"' "$work"/config/*/desktop.json || fail "the pet's position was not remembered"
 echo "ok: pet mode quit cleanly and remembered its position"
+
+# --- 3. the user's own models folder comes before the bundled models
+models="$work/models"
+mkdir -p "$models"
+cp -r ui/dist/live2d/shizuku "$models/shizuku"
+for texture in "$models"/shizuku/moc/shizuku.1024/*.png; do
+    convert "$texture" -fill '#ff00ff' -colorize 100 "$texture" # same alpha, every colour magenta
+done
+magenta_drawn() {
+    import -window root "$work/own-model.png"
+    magenta=$(convert "$work/own-model.png" -crop "$((win_w / 2))x$((win_h - 120))+${win_x}+$((win_y + 60))" +repage \
+        -fuzz 8% -fill black +opaque '#ff00ff' -fill white -opaque '#ff00ff' -colorspace gray -format '%[fx:mean]' info:)
+    awk -v f="$magenta" 'BEGIN { exit !(f > 0.05) }'
+}
+# A fresh config dir: the app would otherwise come back in pet mode, as step 2 left it.
+XDG_CONFIG_HOME="$work/config-own-model" start_app app-own-model --models-dir "$models"
+retry_shot magenta_drawn || fail "the model from --models-dir was not drawn (magenta fraction $magenta)"
+echo "ok: the user's model replaced the bundled one ($(awk -v f="$magenta" 'BEGIN{printf "%.0f", f*100}')% of the stage is its magenta)"
+quit_app
+
+# --- 4. the tray menu, clicked as a panel would
+eval "$(dbus-launch --sh-syntax)" # a private session bus: the tray item and its host meet there
+pids+=("$DBUS_SESSION_BUS_PID")
+coproc TRAY { exec /usr/bin/python3 scripts/tray-host.py 2>"$work/tray-host.log"; }
+pids+=("$TRAY_PID")
+tray_reply=""
+tray_read() { IFS= read -r -t "${1:-10}" tray_reply <&"${TRAY[0]}" || fail "the tray host said nothing (log: $(cat "$work/tray-host.log"))"; }
+tray() { echo "$*" >&"${TRAY[1]}"; tray_read; }
+# Asks python about the last reply: `tray_json 'EXPR'` exits non-zero unless EXPR (over `r`) is true.
+tray_json() { /usr/bin/python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($1) else 1)" "$tray_reply"; }
+# The check state of a menu item (by label) in the last `menu` reply.
+toggle_of() {
+    /usr/bin/python3 -c '
+import json, sys
+def find(nodes, label):
+    for n in nodes:
+        if n["label"] == label: return n
+        hit = find(n["children"], label)
+        if hit: return hit
+print(find(json.loads(sys.argv[1])["menu"], sys.argv[2])["toggle"])' "$tray_reply" "$1"
+}
+tray_read
+tray_json 'r.get("watcher") == "ready"' || fail "the tray host did not start: $tray_reply"
+XDG_CONFIG_HOME="$work/config-tray" start_app app-tray
+tray_read 30
+tray_json '"registered" in r' || fail "the app's tray icon did not register: $tray_reply"
+tray menu
+labels="$(/usr/bin/python3 -c '
+import json, sys
+def walk(nodes):
+    for n in nodes:
+        if n["label"]: yield n["label"]
+        yield from walk(n["children"])
+print("|".join(walk(json.loads(sys.argv[1])["menu"])))' "$tray_reply")"
+for want in "Show / hide" "Pet mode" "Mute microphone" "Character" "Hana" "Kuro" "Quit"; do
+    [[ "|$labels|" == *"|$want|"* ]] || fail "the tray menu has no \"$want\" (it has: $labels)"
+done
+[ "$(toggle_of 'Pet mode')" = 0 ] && [ "$(toggle_of 'Mute microphone')" = 0 ] ||
+    fail "the tray's check marks do not start unchecked: $tray_reply"
+echo "ok: the tray icon registered with its menu ($labels)"
+
+tray click Pet mode
+tray_json '"clicked" in r' || fail "clicking Pet mode: $tray_reply"
+retry_shot see_through || fail "Pet mode from the tray did not make the window transparent (root colour fraction $green)"
+tray menu
+[ "$(toggle_of 'Pet mode')" = 1 ] || fail "the tray's Pet mode is not checked after switching it on"
+echo "ok: the tray's Pet mode made the window a pet and checked itself"
+
+tray click Mute microphone
+muted=0
+for _ in $(seq 50); do
+    tray menu
+    [ "$(toggle_of 'Mute microphone')" = 1 ] && { muted=1; break; }
+    sleep 0.2
+done
+[ "$muted" = 1 ] || fail "the tray's Mute microphone was not checked after the session muted"
+echo "ok: the tray's Mute microphone went through the session and came back checked"
+
+tray click Quit
+for _ in $(seq 300); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$app_pid" 2>/dev/null && fail "the app did not quit within 30 s of the tray's Quit"
+status=0
+wait "$app_pid" || status=$?
+[ "$status" -eq 0 ] || fail "the app exited with status $status after the tray's Quit"
+grep -q "session shut down" "$app_log" || fail "no clean session shutdown after the tray's Quit"
+echo "ok: the tray's Quit shut the session down and exited 0"
+exec {TRAY[1]}>&- # the host ends when its input closes (bash runs one coprocess at a time)
+wait "$TRAY_PID" 2>/dev/null || true
+
+# --- 5. a voice turn in the app: microphone -> VAD -> whisper -> LLM -> Piper -> speakers
+coproc LLM { exec node ui/e2e/llm-stub-cli.mjs 2>"$work/llm-stub.log"; }
+pids+=("$LLM_PID")
+IFS= read -r -t 10 llm_line <&"${LLM[0]}" || fail "the scripted LLM did not start: $(cat "$work/llm-stub.log")"
+llm_url="${llm_line#base_url }"
+flite -voice slt -t "What time is it?" -o "$work/question.wav"
+RUST_LOG=info,tomo_desktop=debug TOMO_TEXT_ONLY=0 TOMO_LLM_BASE_URL="$llm_url" TOMO_LLM_MODEL=scripted-model XDG_CONFIG_HOME="$work/config-voice" \
+    TOMO_DATA_DIR="$work/data-voice" start_app app-voice
+# The microphone opens once the models are loaded (or installed, on a first run).
+for _ in $(seq 1200); do grep -q "listening" "$app_log" && break; kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
+grep -q "listening" "$app_log" || fail "the app never started listening to the microphone"
+sleep 1
+paplay --device=nullsink "$work/question.wav"
+heard=""
+while IFS= read -r -t 60 llm_line <&"${LLM[0]}"; do
+    case "$llm_line" in user*) heard="${llm_line#user }"; break ;; esac
+done
+[ -n "$heard" ] || fail "no request reached the LLM within 60 s of speaking into the microphone"
+/usr/bin/python3 -c 'import json,sys; sys.exit(0 if "time" in json.loads(sys.argv[1]).lower() else 1)' "$heard" ||
+    fail "the LLM was sent $heard, not the spoken question"
+echo "ok: a spoken question reached the LLM from the app's microphone: $heard"
+# Record the speakers (the sink's monitor) while the app answers; nothing else plays into the sink now.
+parecord --device=nullsink.monitor --file-format=wav "$work/answer.wav" &
+recorder=$!
+pids+=("$recorder")
+for _ in $(seq 600); do grep -q "playback drained" "$app_log" && break; sleep 0.1; done
+kill "$recorder"
+wait "$recorder" 2>/dev/null || true
+grep -q "audio started" "$app_log" || fail "the app played no sentence of its answer"
+grep -q "playback drained" "$app_log" || fail "the app's answer did not finish playing within 60 s"
+rms="$(sox "$work/answer.wav" -n stat 2>&1 | awk '/RMS +amplitude/ { print $3 }')"
+awk -v r="$rms" 'BEGIN { exit !(r > 0.01) }' || fail "the speakers stayed silent during the answer (RMS $rms)"
+echo "ok: the app spoke its answer through the speakers ($(grep -c "audio started" "$app_log") sentences, RMS $rms)"
+quit_app
+echo "ok: voice mode quit cleanly"

@@ -6,6 +6,7 @@ pub mod bindings;
 mod commands;
 mod config;
 mod events;
+mod models;
 mod pet;
 mod replay;
 mod session;
@@ -43,6 +44,10 @@ struct Args {
     /// Profiles the UI and the tray may switch to (default: the folder of --profile).
     #[arg(long)]
     profiles_dir: Option<PathBuf>,
+    /// Your own Live2D models, shown ahead of the bundled ones (default: assets/live2d beside the
+    /// profiles folder).
+    #[arg(long)]
+    models_dir: Option<PathBuf>,
     /// Text only: no microphone, no speech.
     #[arg(long, env = "TOMO_TEXT_ONLY", action = clap::ArgAction::SetTrue,
           value_parser = clap::builder::BoolishValueParser::new())]
@@ -91,6 +96,17 @@ pub fn run() -> ExitCode {
             llm_model: args.llm_model.clone(),
         },
     };
+    let models_dir =
+        tomo_runtime::paths::live2d_models_dir_for(&profiles_dir, args.models_dir.as_deref());
+    match &models_dir {
+        Some(dir) if !dir.is_dir() => {
+            tracing::warn!(dir = %dir.display(), "no such models folder: only the bundled models are shown")
+        }
+        Some(dir) => tracing::info!(dir = %dir.display(), "your Live2D models"),
+        None => {}
+    }
+    let mut context = tauri::generate_context!();
+    models::WithUserModels::install(&mut context, models_dir);
     let start_in_pet_mode = args.pet;
     let specta = bindings::builder();
     let app = tauri::Builder::default()
@@ -121,7 +137,7 @@ pub fn run() -> ExitCode {
                 pet::remember_position(window.app_handle(), &webview);
             }
         })
-        .build(tauri::generate_context!());
+        .build(context);
     let app = match app {
         Ok(app) => app,
         Err(error) => {

@@ -95,8 +95,18 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
             // The session owns the mute state (tray and UI both send the op): the microphone and the
             // tray's check mark follow what it says.
             listen.follow(&envelope.event);
-            if let Event::ModeChanged { mic_muted, .. } = &envelope.event {
-                crate::tray::show_mic_muted(&app, *mic_muted);
+            match &envelope.event {
+                Event::ModeChanged { mic_muted, .. } => {
+                    crate::tray::show_mic_muted(&app, *mic_muted)
+                }
+                // What the speakers did, for diagnosing voice problems (RUST_LOG=tomo_desktop=debug).
+                Event::AudioStarted {
+                    sentence_index,
+                    duration_ms,
+                    ..
+                } => tracing::debug!(sentence_index, duration_ms, "audio started"),
+                Event::PlaybackDrained { .. } => tracing::debug!("playback drained"),
+                _ => {}
             }
             // Into the buffer first: a webview asking `events_since` right now sees it there or live.
             replay.push(&envelope);

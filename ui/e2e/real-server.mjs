@@ -3,7 +3,7 @@
 // profiles of fixtures/, the LLM stub of llm-stub.mjs, and a throwaway data directory (history must not leak
 // between runs or into the user's own). The binary is TOMO_BIN, else the cargo target dir's debug build.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -19,12 +19,18 @@ export async function startReal({ repoRoot, distDir, fixturesDir, llmBaseUrl, vo
     throw new Error(`no tomo binary at ${bin}: run \`cargo build -p tomo-cli\` or set TOMO_BIN`);
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'tomo-e2e-'));
+  // The user's own models folder: Kuro's character is a copy of Shizuku under another name, which only this
+  // folder has (the UI bundles Shizuku alone).
+  const modelsDir = join(dataDir, 'models');
+  cpSync(join(distDir, 'live2d', 'shizuku'), join(modelsDir, 'kuro-own'), { recursive: true });
+  renameSync(join(modelsDir, 'kuro-own', 'shizuku.model.json'), join(modelsDir, 'kuro-own', 'kuro.model.json'));
   const env = { ...process.env, TOMO_LLM_BASE_URL: llmBaseUrl, TOMO_DATA_DIR: dataDir, TOMO_PLUGINS_DIR: join(repoRoot, 'plugins') };
   // A key or token from the developer's shell would change what the server demands or sends.
   for (const k of ['TOMO_LLM_API_KEY', 'TOMO_SERVER_TOKEN', 'TOMO_LLM_MODEL']) delete env[k];
   const args = [
     'serve', ...(voice ? [] : ['--text']), '--port', '0',
     '--profile', join(fixturesDir, 'hana.toml'), '--profiles-dir', fixturesDir, '--ui-dir', distDir,
+    '--models-dir', modelsDir,
   ];
   const child = spawn(bin, args, { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';

@@ -156,6 +156,17 @@ test('the character is drawn', async () => {
   await page.close();
 });
 
+test('both Cubism runtimes: Shizuku on Cubism 2, the Cubism 4 core running under the page CSP', async () => {
+  const { page, problems } = await openPage();
+  assert.equal(await page.evaluate(() => window.__tomo.runtime()), 'cubism2');
+  // Starting the Cubism 4 framework compiles the core's WebAssembly ('wasm-unsafe-eval' in the CSP) and asks
+  // the core its version: what a *.model3.json character needs before its moc3 can load. (No Cubism 3/4
+  // model ships in any package, so none is drawn here.)
+  assert.match(await page.evaluate(() => window.__tomo.cubism4Version()), /^5\.\d+\.\d+$/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('a turn: streamed subtitles, tool chip, expression, mouth, transcript, latency', async () => {
   const { page, problems } = await openPage();
   assert.equal(await page.evaluate(() => window.__tomo.expression()), null);
@@ -247,6 +258,13 @@ test('character switch and readable errors', async () => {
   // By label: the stub lists `profiles/kuro.toml`, the real server the file name inside its profiles dir.
   await page.selectOption('[data-testid=profile-select]', { label: 'Kuro' });
   await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.textContent?.startsWith('Kuro'));
+  if (real) {
+    // Kuro's model is the user's own (the server's --models-dir), not one bundled with the UI.
+    await page.waitForFunction(() => window.__tomo.shownModel() === 'live2d/kuro-own/kuro.model.json', null, { timeout: 30000 });
+    const box = await page.evaluate(() => window.__tomo.bounds());
+    const { drawn, total } = countDrawn(PNG.sync.read(await page.screenshot()), box);
+    assert.ok(drawn > 0.15 * total, `the user's model: ${drawn} of ${total} pixels drawn`);
+  }
   await page.screenshot({ path: join(artifacts, 'switch-kuro.png') });
   await page.selectOption('[data-testid=profile-select]', { label: 'Hana' });
   await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.textContent?.startsWith('Hana'));

@@ -2,7 +2,9 @@
 //
 // Expressions come from sentence actions. In voice mode a sentence is shown before its audio plays, so once
 // any `audio_started` was seen the expression waits for the audio's own actions and lands with the voice;
-// in text mode (no audio ever) it changes when the sentence arrives.
+// in text mode (no audio ever) it changes when the sentence arrives. A sentence whose audio never starts
+// (its synthesis failed, the device died) must not lose its emotion: when playback drains, the newest such
+// sentence's emotion is applied, so the face ends where the text did.
 import { resolveEmotion, type CharacterCue, type ModelCapabilities } from './emotion';
 import type { Action, EventEnvelope } from './protocol';
 
@@ -17,30 +19,52 @@ export type CharacterCommand =
 
 export class Director {
   private audioSeen = false;
+  /** Emotion actions of this turn's sentences whose audio has not started, by sentence index. */
+  private unvoiced = new Map<number, Action[]>();
+  /** The newest sentence index of this turn whose audio started. */
+  private heardUpTo = -1;
   emotionMap: Record<string, string> | null = null;
   model: ModelCapabilities = { expressions: [], motionGroups: [] };
 
   commands(ev: EventEnvelope): CharacterCommand[] {
     switch (ev.type) {
       case 'sentence':
-        return this.audioSeen ? [] : this.cues(ev.sentence.actions);
+        if (!this.audioSeen) return this.cues(ev.sentence.actions);
+        if (ev.sentence.index > this.heardUpTo && ev.sentence.actions.some((a) => a.kind === 'emotion')) {
+          this.unvoiced.set(ev.sentence.index, ev.sentence.actions);
+        }
+        return [];
       case 'audio_started':
         this.audioSeen = true;
+        // Its audio (and any earlier sentence's, which can no longer start) is past.
+        this.heardUpTo = Math.max(this.heardUpTo, ev.sentence_index);
+        for (const index of [...this.unvoiced.keys()]) if (index <= ev.sentence_index) this.unvoiced.delete(index);
         return [
           ...this.cues(ev.actions),
           { kind: 'lipsync', envelope: ev.envelope, frameMs: ev.frame_ms, durationMs: ev.duration_ms },
         ];
       case 'turn_aborted':
+        this.unvoiced.clear(); // what was cut off was never said
         return [{ kind: 'stop_lipsync' }, { kind: 'rest' }];
       case 'playback_drained':
-        return [{ kind: 'rest' }];
+        return [...this.takeUnvoiced(), { kind: 'rest' }];
       case 'turn_started':
+        this.unvoiced.clear();
+        this.heardUpTo = -1;
         return [{ kind: 'reset_expression' }];
       case 'session_ready':
         return [{ kind: 'stop_lipsync' }, { kind: 'reset_expression' }, { kind: 'rest' }];
       default:
         return [];
     }
+  }
+
+  /** The emotion of the newest sentence that was never heard, once; then forgets them all. */
+  private takeUnvoiced(): CharacterCommand[] {
+    const newest = Math.max(-1, ...this.unvoiced.keys());
+    const actions = this.unvoiced.get(newest) ?? [];
+    this.unvoiced.clear();
+    return this.cues(actions);
   }
 
   private cues(actions: Action[]): CharacterCommand[] {

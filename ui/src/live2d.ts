@@ -1,26 +1,34 @@
-// The Live2D character: pixi.js 6 + pixi-live2d-display's cubism2 build, drawn on a transparent canvas.
-// The Cubism 2 core is the classic script vendor/live2dcubism2core.min.js that index.html loads first.
+// The Live2D character: pixi.js 6 + pixi-live2d-display (both runtimes: Cubism 2 `*.model.json` and
+// Cubism 3/4 `*.model3.json`), drawn on a transparent canvas. The two Cubism cores are the classic scripts
+// vendor/live2dcubism2core.min.js and vendor/live2dcubism4core.min.js that index.html loads first (the
+// index build refuses to load without both).
 import * as PIXI from 'pixi.js';
 import { install as installNoEval } from '@pixi/unsafe-eval';
-import { Live2DModel, MotionPriority } from 'pixi-live2d-display/cubism2';
+import { Live2DModel, MotionPriority, cubism4Ready } from 'pixi-live2d-display';
 import type { CharacterCommand } from './director';
 import type { ModelCapabilities } from './emotion';
 import { LipSync } from './lipsync';
+import { paramsOf, type Params } from './params';
 
 // pixi 6 compiles uniform uploaders with `new Function`; this swaps them for plain functions so the page's
 // Content-Security-Policy can forbid 'unsafe-eval'.
 installNoEval(PIXI);
 Live2DModel.registerTicker(PIXI.Ticker);
 
-const MOUTH_PARAM = 'PARAM_MOUTH_OPEN_Y';
 const TRACE_LEN = 400;
 
-// The parts of pixi-live2d-display's internals we use, typed loosely: its public types don't expose the
-// Cubism 2 core model's param API or the expression manager's current expression.
-interface CoreModel {
-  setParamFloat(id: string, v: number): void;
-  getParamFloat(id: string): number;
+/** Starts the Cubism 4 framework (it needs the core's WebAssembly compiled) and returns the core's version,
+ * e.g. "5.0.0": proof the runtime a `*.model3.json` needs works under the page's Content-Security-Policy. */
+export async function cubism4Version(): Promise<string> {
+  await cubism4Ready();
+  const core = (window as unknown as { Live2DCubismCore?: { Version: { csmGetVersion(): number } } })
+    .Live2DCubismCore;
+  if (!core) throw new Error('the Cubism 4 core script did not load');
+  const v = core.Version.csmGetVersion();
+  return `${(v >>> 24) & 0xff}.${(v >>> 16) & 0xff}.${v & 0xffff}`;
 }
+// The part of pixi-live2d-display's internals we use, typed loosely: its public types don't expose the
+// expression manager's current expression.
 interface ExpressionManagerLike {
   definitions: { name?: string; Name?: string }[];
   expressions: unknown[];
@@ -36,6 +44,7 @@ export class Character {
   readonly mouthTrace: { t: number; v: number }[] = [];
   private app: PIXI.Application;
   private model: Live2DModel | null = null;
+  private params: Params | null = null;
   private expressionId: string | null = null;
   private readonly host: HTMLElement;
 
@@ -69,6 +78,7 @@ export class Character {
       this.model.destroy();
     }
     this.model = model;
+    this.params = paramsOf(model.internalModel.coreModel, model.internalModel.settings);
     this.expressionId = null;
     this.lipsync.stop();
     this.app.stage.addChild(model);
@@ -100,9 +110,15 @@ export class Character {
     return def ? (def.name ?? def.Name ?? null) : null;
   }
 
+  /** A parameter's value; `mouth` names the model's mouth parameter, whatever the runtime calls it. */
   param(id: string): number | null {
-    if (!this.model) return null;
-    return (this.model.internalModel.coreModel as CoreModel).getParamFloat(id);
+    if (!this.params) return null;
+    return this.params.get(id === 'mouth' ? this.params.mouth : id);
+  }
+
+  /** Which Cubism runtime draws the current model. */
+  get runtime(): 'cubism2' | 'cubism4' | null {
+    return this.params?.runtime ?? null;
   }
 
   /** The model's box in CSS pixels relative to the viewport (for the screenshot check). */
@@ -143,22 +159,22 @@ export class Character {
         this.lipsync.stop();
         return;
       case 'rest':
-        // Idle motions restart by themselves once nothing else plays; this just makes it immediate.
-        await model.motion('idle', undefined, MotionPriority.IDLE);
+        // Idle motions restart by themselves once nothing else plays; this just makes it immediate. The
+        // group is "idle" in Cubism 2 models and "Idle" in Cubism 4 ones.
+        await model.motion(model.internalModel.motionManager.groups.idle, undefined, MotionPriority.IDLE);
         return;
     }
   }
 
   private applyMouth(): void {
-    const model = this.model;
-    if (!model) return;
+    const params = this.params;
+    if (!params) return;
     const now = performance.now();
     const v = this.lipsync.value(now);
     if (v === null) return;
-    const core = model.internalModel.coreModel as CoreModel;
-    core.setParamFloat(MOUTH_PARAM, v);
+    params.set(params.mouth, v);
     // Read back what the core model holds, so the trace shows the parameter really moved.
-    this.mouthTrace.push({ t: now, v: core.getParamFloat(MOUTH_PARAM) });
+    this.mouthTrace.push({ t: now, v: params.get(params.mouth) });
     if (this.mouthTrace.length > TRACE_LEN) this.mouthTrace.splice(0, this.mouthTrace.length - TRACE_LEN);
   }
 

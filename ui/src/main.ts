@@ -5,7 +5,7 @@ import { bindingsIpc, desktopProfiles, setupPetMode } from './desktop';
 import { TauriConnection, inTauri } from './tauri';
 import { controlNotice } from './control';
 import { Director } from './director';
-import { Character } from './live2d';
+import { Character, cubism4Version } from './live2d';
 import { fetchProfiles, findByCharacter, modelUrl, type ProfileInfo } from './profiles';
 import type { EventEnvelope } from './protocol';
 import { loadSettings, saveSettings, setLlmOp } from './settings';
@@ -93,6 +93,8 @@ const ui = new Ui(
 
 const character = new Character(ui.stage);
 let modelReady = false;
+/** The model on screen (its URL), once it has loaded. */
+let shownModel: string | null = null;
 
 async function showModel(url: string): Promise<void> {
   if (url === loadedModel) return;
@@ -101,6 +103,7 @@ async function showModel(url: string): Promise<void> {
     await character.load(url);
     director.model = character.capabilities();
     modelReady = true;
+    shownModel = url;
   } catch (e) {
     notify('error', e instanceof Error ? e.message : String(e));
   }
@@ -169,6 +172,9 @@ Object.assign(window, {
     },
     expression: () => character.expression,
     param: (id: string) => character.param(id),
+    runtime: () => character.runtime,
+    shownModel: () => shownModel,
+    cubism4Version: () => cubism4Version(),
     mouthTrace: () => character.mouthTrace.slice(),
     bounds: () => character.bounds(),
     lastSeq: () => conn.seq.lastSeq,

@@ -38,6 +38,29 @@ describe('Director', () => {
     expect(d.commands(sentence)).toEqual([]);
     expect(d.commands(ev({ type: 'playback_drained', turn_id: 1 }))).toEqual([{ kind: 'rest' }]);
   });
+  it("keeps the emotion of a sentence whose audio never started, and applies it when playback drains", () => {
+    const d = new Director();
+    d.model = shizuku;
+    d.emotionMap = hana;
+    const sentence = (index: number, name: string) =>
+      ev({ type: 'sentence', turn_id: 2, sentence: { index, display_text: 'x', tts_text: 'x', actions: [{ kind: 'emotion', name }] } });
+    const audio = (index: number, name: string) =>
+      ev({ type: 'audio_started', turn_id: 2, sentence_index: index, duration_ms: 100, frame_ms: 20, envelope: [1], actions: [{ kind: 'emotion', name }] });
+    d.commands(ev({ type: 'turn_started', turn_id: 2 }));
+    expect(d.commands(audio(0, 'joy'))[0]).toEqual({ kind: 'expression', id: 'f01' });
+    // Sentences 1 and 2 are shown; only 1 is heard (2's synthesis failed).
+    expect(d.commands(sentence(1, 'sad'))).toEqual([]);
+    expect(d.commands(sentence(2, 'angry'))).toEqual([]);
+    expect(d.commands(audio(1, 'sad'))[0]).toEqual({ kind: 'expression', id: 'f03' });
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 2 }))).toEqual([{ kind: 'expression', id: 'f02' }, { kind: 'rest' }]);
+    // Once only: the next drain has nothing left over.
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 2 }))).toEqual([{ kind: 'rest' }]);
+    // Everything heard: nothing extra at the drain.
+    d.commands(ev({ type: 'turn_started', turn_id: 3 }));
+    d.commands(sentence(0, 'angry'));
+    d.commands(audio(0, 'angry'));
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 3 }))).toEqual([{ kind: 'rest' }]);
+  });
 });
 
 describe('profiles and settings', () => {

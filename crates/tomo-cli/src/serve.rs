@@ -14,6 +14,7 @@ use tomo_core::profile::Profile;
 use tomo_core::protocol::Op;
 use tomo_core::session::start_session;
 use tomo_core::sink::{OutputSink, TextSink};
+use tomo_runtime::paths::live2d_models_dir_for;
 use tomo_server::{Server, ServerConfig};
 
 use crate::LlmFlags;
@@ -43,6 +44,10 @@ pub struct ServeArgs {
     /// Profiles clients may switch to (default: the folder of --profile).
     #[arg(long)]
     pub profiles_dir: Option<PathBuf>,
+    /// Your own Live2D models, served at /live2d/ ahead of the bundled ones (default: assets/live2d beside
+    /// the profiles folder).
+    #[arg(long)]
+    pub models_dir: Option<PathBuf>,
     /// Text only: no speech synthesis, no speakers.
     #[arg(long)]
     pub text: bool,
@@ -68,11 +73,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .profiles_dir
         .clone()
         .unwrap_or_else(|| folder_of(&args.profile));
+    let models_dir = match &args.models_dir {
+        Some(dir) if !dir.is_dir() => bail!("--models-dir {}: no such directory", dir.display()),
+        explicit => live2d_models_dir_for(&profiles_dir, explicit.as_deref()),
+    };
     let config = ServerConfig {
         addr: SocketAddr::new(args.bind, args.port),
         allow_remote: args.allow_remote,
         token: args.token.clone(),
         ui_dir: ui_dir.clone(),
+        models_dir: models_dir.clone(),
         profiles_dir: Some(profiles_dir),
         ..ServerConfig::default()
     };
@@ -108,6 +118,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => {
             eprintln!("* no UI directory (build ui/ or pass --ui-dir); socket at ws://{addr}/ws")
         }
+    }
+    if let Some(dir) = &models_dir {
+        eprintln!("* your Live2D models from {} (at /live2d/)", dir.display());
     }
     eprintln!("* Ctrl-C stops the server.");
 

@@ -68,6 +68,9 @@ pub struct ServerConfig {
     pub token: Option<String>,
     /// Static UI files served at `/`; `None` serves a short notice instead.
     pub ui_dir: Option<PathBuf>,
+    /// The user's own Live2D models (the repository's `assets/live2d/`), served at `/live2d/` ahead of the
+    /// models bundled with the UI, so a profile can name `assets/live2d/<folder>/<file>` without a rebuild.
+    pub models_dir: Option<PathBuf>,
     /// The only directory `switch_profile` may load profiles from, and what `/api/profiles` lists.
     /// `None` refuses every switch.
     pub profiles_dir: Option<PathBuf>,
@@ -104,6 +107,7 @@ impl Default for ServerConfig {
             allow_remote: false,
             token: None,
             ui_dir: None,
+            models_dir: None,
             profiles_dir: None,
             replay_capacity: 10_000,
             client_queue: 1024,
@@ -186,7 +190,11 @@ impl Server {
             token,
             profiles_dir: config.profiles_dir.clone(),
         });
-        let app = routes::router(state, config.ui_dir.as_deref());
+        let app = routes::router(
+            state,
+            config.ui_dir.as_deref(),
+            config.models_dir.as_deref(),
+        );
         let (stop, stopped) = oneshot::channel();
         let task = tokio::spawn(async move {
             axum::serve(listener, app)

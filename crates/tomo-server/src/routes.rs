@@ -14,11 +14,24 @@ use tower_http::services::ServeDir;
 
 use crate::{AppState, auth, profiles, ws};
 
-pub(crate) fn router(state: Arc<AppState>, ui_dir: Option<&Path>) -> Router {
+pub(crate) fn router(
+    state: Arc<AppState>,
+    ui_dir: Option<&Path>,
+    models_dir: Option<&Path>,
+) -> Router {
     let routes = Router::new()
         .route("/ws", get(ws::upgrade))
         .route("/health", get(health))
         .route("/api/profiles", get(list_profiles));
+    // The user's models first, then the ones bundled with the UI (ServeDir refuses `..` in both).
+    let routes = match (models_dir, ui_dir) {
+        (Some(models), Some(ui)) => routes.nest_service(
+            "/live2d",
+            ServeDir::new(models).fallback(ServeDir::new(ui.join("live2d"))),
+        ),
+        (Some(models), None) => routes.nest_service("/live2d", ServeDir::new(models)),
+        (None, _) => routes,
+    };
     let routes = match ui_dir {
         // ServeDir refuses `..` and serves `index.html` for directories.
         Some(dir) => routes.fallback_service(ServeDir::new(dir)),

@@ -268,3 +268,51 @@ async fn profiles_health_and_static_files() {
         assert!((400..500).contains(&status), "{escape}: {status}");
     }
 }
+
+#[tokio::test]
+async fn the_users_own_models_come_first_then_the_bundled_ones() {
+    let root = tempfile::tempdir().unwrap();
+    let ui_dir = root.path().join("dist");
+    let models = root.path().join("assets/live2d");
+    std::fs::create_dir_all(ui_dir.join("live2d/shizuku")).unwrap();
+    std::fs::create_dir_all(models.join("mine")).unwrap();
+    std::fs::create_dir_all(models.join("shizuku")).unwrap();
+    std::fs::write(ui_dir.join("live2d/shizuku/shizuku.model.json"), "bundled").unwrap();
+    std::fs::write(ui_dir.join("live2d/shizuku/ui-only.json"), "bundled only").unwrap();
+    std::fs::write(models.join("mine/mine.model3.json"), "{\"Version\":3}").unwrap();
+    // The user's copy of a bundled model wins.
+    std::fs::write(models.join("shizuku/shizuku.model.json"), "the user's").unwrap();
+    // Beside the models folder, so `..` would reach it.
+    std::fs::write(root.path().join("assets/secret.txt"), "secret").unwrap();
+    let fx = Fixture::start(Vec::new(), move |c| {
+        c.ui_dir = Some(ui_dir);
+        c.models_dir = Some(models);
+    })
+    .await;
+    let base = format!("http://{}", fx.addr());
+    let get = |path: &'static str| {
+        let url = format!("{base}{path}");
+        async move {
+            let response = reqwest::get(url).await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    assert_eq!(
+        get("/live2d/mine/mine.model3.json").await,
+        (200, "{\"Version\":3}".to_string())
+    );
+    assert_eq!(
+        get("/live2d/shizuku/shizuku.model.json").await,
+        (200, "the user's".to_string())
+    );
+    assert_eq!(
+        get("/live2d/shizuku/ui-only.json").await,
+        (200, "bundled only".to_string())
+    );
+    assert_eq!(get("/live2d/nope/nope.model3.json").await.0, 404);
+    let host = format!("localhost:{}", fx.addr().port());
+    for escape in ["/live2d/../secret.txt", "/live2d/%2e%2e/secret.txt"] {
+        let status = raw_get(fx.addr(), escape, &host).await;
+        assert!((400..500).contains(&status), "{escape}: {status}");
+    }
+}

@@ -186,6 +186,12 @@ fn validate_tts(doc: &mut Doc<'_>, section: &Section<TtsConfig>) {
 
 fn validate_live2d(doc: &mut Doc<'_>, section: &Section<Live2dConfig>) {
     let Some(l) = &section.value else { return };
+    if let Some(model) = &l.model
+        && section.ok("live2d.model")
+        && let Err(problem) = check_model_path(model)
+    {
+        error(doc, &["live2d", "model"], problem);
+    }
     for (emotion, id) in &l.emotion_map {
         let path = ["live2d", "emotion_map", emotion.as_str()];
         if !section.ok(&format!("live2d.emotion_map.{emotion}")) {
@@ -210,6 +216,31 @@ fn validate_live2d(doc: &mut Doc<'_>, section: &Section<Live2dConfig>) {
             error(doc, &path, "expression/motion id must not be empty");
         }
     }
+}
+
+/// The front ends show models from `assets/live2d/` (the user's folder, then the bundled ones) and nothing
+/// else; a path they cannot show would silently leave the default character on screen.
+fn check_model_path(model: &str) -> Result<(), String> {
+    let Some(rel) = model.strip_prefix("assets/live2d/") else {
+        return Err(format!(
+            "`{model}` must be a path under `assets/live2d/`, e.g. `assets/live2d/<folder>/<name>.model3.json`"
+        ));
+    };
+    if rel
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+        || rel.contains('\\')
+    {
+        return Err(format!(
+            "`{model}` must be a plain relative path (no `..`, `.`, `//` or `\\`)"
+        ));
+    }
+    if !(model.ends_with(".model.json") || model.ends_with(".model3.json")) {
+        return Err(format!(
+            "`{model}` must name a model settings file: `*.model3.json` (Cubism 3/4) or `*.model.json` (Cubism 2)"
+        ));
+    }
+    Ok(())
 }
 
 fn validate_plugins(doc: &mut Doc<'_>, section: &Section<PluginsConfig>) {

@@ -335,6 +335,45 @@ fn emotion_map_entries_are_checked() {
 }
 
 #[test]
+fn the_live2d_model_must_be_a_settings_file_under_assets_live2d() {
+    for good in [
+        "assets/live2d/shizuku/shizuku.model.json",
+        "assets/live2d/mine/runtime/mine.model3.json",
+    ] {
+        let text = format!("{MINIMAL}\n[live2d]\nmodel = \"{good}\"\n");
+        assert!(parse(&text).is_ok(), "{good}");
+    }
+    for (bad, why) in [
+        (
+            "models/mine.model3.json",
+            "must be a path under `assets/live2d/`",
+        ),
+        (
+            "/home/me/mine.model3.json",
+            "must be a path under `assets/live2d/`",
+        ),
+        (
+            "https://example.com/x.model3.json",
+            "must be a path under `assets/live2d/`",
+        ),
+        (
+            "assets/live2d/../../secret.model.json",
+            "plain relative path",
+        ),
+        (
+            "assets/live2d/mine//mine.model3.json",
+            "plain relative path",
+        ),
+        ("assets/live2d/mine/mine.moc3", "model settings file"),
+    ] {
+        let text = format!("{MINIMAL}\n[live2d]\nmodel = \"{bad}\"\n");
+        let d = invalid(parse(&text));
+        assert_eq!(places(&d), [(Error, 10, 9, "live2d.model")], "{bad}");
+        assert!(d[0].message.contains(why), "{bad}: {}", d[0].message);
+    }
+}
+
+#[test]
 fn invalid_error_display_lists_everything() {
     let err = load_profile(&fixture("invalid_values")).unwrap_err();
     let text = err.to_string();
