@@ -114,7 +114,7 @@ see_through() { # the root colour shows through most of the window, but the char
     eval "$(xdotool getwindowgeometry --shell "$wid")"
     import -window root "$work/pet.png"
     green=$(fraction_of "$work/pet.png" "$X" "$Y" "$WIDTH" "$HEIGHT" "$root_colour")
-    awk -v f="$green" 'BEGIN { exit !(f > 0.3 && f < 0.97) }'
+    awk -v f="$green" 'BEGIN { exit !(f > 0.3 && f < 0.9) }'
 }
 
 # --- 1. normal window: the character is drawn
