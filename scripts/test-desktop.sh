@@ -4,7 +4,8 @@
 #    page background where the character stands). Alt+F4 quits: exit status 0, session shut down.
 # 2. Pet mode (--pet): a backdrop window of a colour the UI never uses lies under the pet; the screenshot shows
 #    that colour through most of the window (transparent) but not all of it (the character). Quits with 0 again, and the
-#    pet's position was saved to the app config dir.
+#    pet's position was saved to the app config dir. Beside the character the pointer reaches the window
+#    below (click-through), over it the pet; dragging the character moves the window, and that place is saved.
 # 3. The user's own models (--models-dir): a copy of Shizuku with magenta textures under the bundled model's
 #    path replaces it; the screenshot shows magenta where the character stands.
 # 4. The tray menu, clicked the way a panel does (scripts/tray-host.py is the StatusNotifier host on a private
@@ -128,10 +129,40 @@ echo "ok: normal mode quit cleanly"
 start_app app-pet --pet
 retry_shot see_through || fail "pet mode is not transparent around a drawn character (root colour fraction $green)"
 echo "ok: pet mode shows the desktop through the window ($(awk -v f="$green" 'BEGIN{printf "%.0f", f*100}')%) and the character over it"
+
+# Click-through: outside the character the pointer is in the window below (the backdrop), over it in the pet.
+# (X hands the pointer to the window whose input region holds it; the frame ids are what openbox made.)
+pointer_window() { xdotool mousemove "$1" "$2"; sleep 0.5; xdotool getmouselocation --shell | sed -n 's/^WINDOW=//p'; }
+colour_at() { convert "$work/pet.png" -format "%[hex:p{$1,$2}]" info:; }
+eval "$(xdotool getwindowgeometry --shell "$wid")"
+beside_x=$((X + WIDTH + 40)); [ "$beside_x" -lt 1240 ] || beside_x=$((X - 40))
+backdrop_window="$(pointer_window "$beside_x" $((Y + HEIGHT / 2)))"
+clear_x=$((X + WIDTH - 5)) clear_y=$((Y + HEIGHT / 2))
+body_x=$((X + WIDTH / 2)) body_y=$((Y + HEIGHT / 2))
+[ "$(colour_at "$clear_x" "$clear_y")" = 00FF00 ] || fail "($clear_x,$clear_y) should be a see-through spot of the pet"
+[ "$(colour_at "$body_x" "$body_y")" != 00FF00 ] || fail "($body_x,$body_y) should be on the character"
+[ "$(pointer_window "$clear_x" "$clear_y")" = "$backdrop_window" ] ||
+    fail "beside the character the pointer does not reach the window below (no click-through)"
+[ "$(pointer_window "$body_x" "$body_y")" != "$backdrop_window" ] ||
+    fail "over the character the pointer passes through the pet (it could not be clicked or dragged)"
+echo "ok: clicks pass through the pet beside the character and land on it over the character"
+
+# Dragging the character moves the window (the window manager moves it), and the new place is remembered.
+xdotool mousedown 1
+sleep 0.3
+for _ in 1 2 3; do xdotool mousemove_relative -- 40 20; sleep 0.2; done
+xdotool mouseup 1
+sleep 1
+before_x=$X before_y=$Y
+eval "$(xdotool getwindowgeometry --shell "$wid")"
+[ $((X - before_x)) -eq 120 ] && [ $((Y - before_y)) -eq 60 ] ||
+    fail "dragging the character by (120,60) moved the pet from ($before_x,$before_y) to ($X,$Y)"
+echo "ok: dragging the character moved the pet by (120,60)"
 quit_app
 grep -q '"pet_mode": true' "$work"/config/*/desktop.json || fail "pet mode was not remembered"
-grep -q '"pet_position"' "$work"/config/*/desktop.json || fail "the pet's position was not remembered"
-echo "ok: pet mode quit cleanly and remembered its position"
+tr -d ' \n' <"$work"/config/*/desktop.json | grep -q "\"pet_position\":\[$X,$Y\]" ||
+    fail "the pet's position ($X,$Y) was not remembered: $(cat "$work"/config/*/desktop.json)"
+echo "ok: pet mode quit cleanly and remembered where it was dragged"
 
 # --- 3. the user's own models folder comes before the bundled models
 models="$work/models"
