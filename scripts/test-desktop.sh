@@ -9,8 +9,9 @@
 # 3. The user's own models (--models-dir): a copy of Shizuku with magenta textures under the bundled model's
 #    path replaces it; the screenshot shows magenta where the character stands.
 # 4. The tray menu, clicked the way a panel does (scripts/tray-host.py is the StatusNotifier host on a private
-#    session bus): its items are there, "Pet mode" makes the window transparent and checks itself, "Mute
-#    microphone" gets checked once the session confirms the mute, "Quit" exits 0 after a clean shutdown.
+#    session bus): its items are there; "Show / hide" hides and shows the window; "Pet mode" makes it
+#    transparent and is checked; "Mute microphone" mutes the session (its mode_changed, in the debug log) and
+#    is checked; Character > Kuro switches the session's character; "Quit" exits 0 after a clean shutdown.
 # 5. A voice turn inside the app (not text mode): a spoken question played into the PulseAudio null sink
 #    reaches the app through its monitor (the default microphone), is recognized by whisper and sent to the
 #    scripted LLM (ui/e2e/llm-stub-cli.mjs), and the app speaks the answer: its log shows the sentences
@@ -27,7 +28,9 @@ work="$(mktemp -d)"
 pids=()
 cleanup() {
     # TOMO_DESKTOP_SHOTS=DIR keeps the screenshots for a look.
-    [ -n "${TOMO_DESKTOP_SHOTS:-}" ] && cp "$work"/*.png "$TOMO_DESKTOP_SHOTS"/ 2>/dev/null
+    [ -n "${TOMO_DESKTOP_SHOTS:-}" ] && { cp "$work"/*.png "$TOMO_DESKTOP_SHOTS"/ 2>/dev/null || true; }
+    # The app too, if a failed step left it running.
+    [ -n "${app_pid:-}" ] && { kill "$app_pid" 2>/dev/null || true; }
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     rm -rf "$work"
 }
@@ -56,12 +59,11 @@ import -window root "$work/backdrop-check.png"
 [ "$(convert "$work/backdrop-check.png" -format '%[hex:p{640,400}]' info:)" = "00FF00" ] ||
     fail "the backdrop is not $root_colour on screen; the transparency check would mean nothing"
 
-# The sound server for step 5, found before XDG_CONFIG_HOME moves: PulseAudio clients look for its socket
-# and cookie under the config dir, so every app start below is told where they are instead.
-scripts/pulse-null.sh >/dev/null
-PULSE_SERVER="unix:$(pactl info | sed -n 's/^Server String: //p')"
-PULSE_COOKIE="${XDG_CONFIG_HOME:-$HOME/.config}/pulse/cookie"
-export PULSE_SERVER PULSE_COOKIE
+# PulseAudio clients find the sound server's socket and cookie under the config dir, which moves now: step 5
+# looks them up under the original one.
+user_config_home="${XDG_CONFIG_HOME:-$HOME/.config}"
+# Plain logs (no ANSI colours), so the checks below can grep them.
+export NO_COLOR=1
 export XDG_CONFIG_HOME="$work/config" TOMO_DATA_DIR="$work/data" TOMO_TEXT_ONLY=1
 # The webview has no GPU here: software GL for WebGL, and no DMA-BUF renderer (not in Xvfb).
 export LIBGL_ALWAYS_SOFTWARE=1 WEBKIT_DISABLE_DMABUF_RENDERER=1 WEBKIT_DISABLE_COMPOSITING_MODE=1
@@ -92,10 +94,15 @@ start_app() { # log-name extra-args...
 }
 
 quit_app() { # expects exit 0 and a clean session shutdown
-    xdotool windowactivate --sync "$wid" >/dev/null 2>&1 || true
-    xdotool key alt+F4 # through XTEST, so openbox sees it (it sends WM_DELETE_WINDOW)
     local status=0
-    for _ in $(seq 300); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
+    # Alt+F4 through XTEST, so openbox sees it (it sends WM_DELETE_WINDOW). Up to three presses: on a loaded
+    # machine a press can reach the window before openbox has focused it.
+    for _ in 1 2 3; do
+        xdotool windowactivate --sync "$wid" >/dev/null 2>&1 || true
+        xdotool key alt+F4
+        for _ in $(seq 100); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$app_pid" 2>/dev/null || break
+    done
     kill -0 "$app_pid" 2>/dev/null && fail "the app did not quit within 30 s of Alt+F4"
     wait "$app_pid" || status=$?
     [ "$status" -eq 0 ] || fail "the app exited with status $status"
@@ -190,7 +197,14 @@ coproc TRAY { exec /usr/bin/python3 scripts/tray-host.py 2>"$work/tray-host.log"
 pids+=("$TRAY_PID")
 tray_reply=""
 tray_read() { IFS= read -r -t "${1:-10}" tray_reply <&"${TRAY[0]}" || fail "the tray host said nothing (log: $(cat "$work/tray-host.log"))"; }
-tray() { echo "$*" >&"${TRAY[1]}"; tray_read; }
+# A command and its reply (a repeated registration notice in between is not the reply).
+tray() {
+    echo "$*" >&"${TRAY[1]}"
+    tray_read
+    while [[ "$tray_reply" == '{"registered"'* ]]; do tray_read; done
+}
+# Waits up to 10 s for a line of the app's log (plain text: NO_COLOR).
+await_log() { for _ in $(seq 100); do grep -q "$1" "$app_log" && return 0; sleep 0.1; done; return 1; }
 # Asks python about the last reply: `tray_json 'EXPR'` exits non-zero unless EXPR (over `r`) is true.
 tray_json() { /usr/bin/python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($1) else 1)" "$tray_reply"; }
 # The check state of a menu item (by label) in the last `menu` reply.
@@ -206,7 +220,7 @@ print(find(json.loads(sys.argv[1])["menu"], sys.argv[2])["toggle"])' "$tray_repl
 }
 tray_read
 tray_json 'r.get("watcher") == "ready"' || fail "the tray host did not start: $tray_reply"
-XDG_CONFIG_HOME="$work/config-tray" start_app app-tray
+RUST_LOG=info,tomo_desktop=debug XDG_CONFIG_HOME="$work/config-tray" start_app app-tray
 tray_read 30
 tray_json '"registered" in r' || fail "the app's tray icon did not register: $tray_reply"
 tray menu
@@ -224,6 +238,15 @@ done
     fail "the tray's check marks do not start unchecked: $tray_reply"
 echo "ok: the tray icon registered with its menu ($labels)"
 
+visible() { xdotool search --onlyvisible --name '^Tomo$' >/dev/null 2>&1; }
+tray click Show / hide
+for _ in $(seq 50); do visible || break; sleep 0.1; done
+visible && fail "the tray's Show / hide did not hide the window"
+tray click Show / hide
+for _ in $(seq 50); do visible && break; sleep 0.1; done
+visible || fail "the tray's Show / hide did not bring the window back"
+echo "ok: the tray's Show / hide hid the window and brought it back"
+
 tray click Pet mode
 tray_json '"clicked" in r' || fail "clicking Pet mode: $tray_reply"
 retry_shot see_through || fail "Pet mode from the tray did not make the window transparent (root colour fraction $green)"
@@ -232,14 +255,15 @@ tray menu
 echo "ok: the tray's Pet mode made the window a pet and checked itself"
 
 tray click Mute microphone
-muted=0
-for _ in $(seq 50); do
-    tray menu
-    [ "$(toggle_of 'Mute microphone')" = 1 ] && { muted=1; break; }
-    sleep 0.2
-done
-[ "$muted" = 1 ] || fail "the tray's Mute microphone was not checked after the session muted"
-echo "ok: the tray's Mute microphone went through the session and came back checked"
+# GTK ticks a check item by itself when clicked: the session's own word is what counts.
+await_log "mode changed mic_muted=true" || fail "the tray's Mute microphone did not reach the session"
+tray menu
+[ "$(toggle_of 'Mute microphone')" = 1 ] || fail "the tray's Mute microphone is not checked after the session muted"
+echo "ok: the tray's Mute microphone muted the session (mode_changed) and shows checked"
+
+tray click Kuro
+await_log "session ready character=Kuro" || fail "the tray's Character > Kuro did not switch the session to Kuro"
+echo "ok: the tray's Character > Kuro switched the session's character"
 
 tray click Quit
 for _ in $(seq 300); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
@@ -253,6 +277,10 @@ exec {TRAY[1]}>&- # the host ends when its input closes (bash runs one coprocess
 wait "$TRAY_PID" 2>/dev/null || true
 
 # --- 5. a voice turn in the app: microphone -> VAD -> whisper -> LLM -> Piper -> speakers
+XDG_CONFIG_HOME="$user_config_home" scripts/pulse-null.sh >/dev/null
+PULSE_SERVER="unix:$(XDG_CONFIG_HOME="$user_config_home" pactl info | sed -n 's/^Server String: //p')"
+PULSE_COOKIE="$user_config_home/pulse/cookie"
+export PULSE_SERVER PULSE_COOKIE
 coproc LLM { exec node ui/e2e/llm-stub-cli.mjs 2>"$work/llm-stub.log"; }
 pids+=("$LLM_PID")
 IFS= read -r -t 10 llm_line <&"${LLM[0]}" || fail "the scripted LLM did not start: $(cat "$work/llm-stub.log")"
@@ -261,8 +289,8 @@ flite -voice slt -t "What time is it?" -o "$work/question.wav"
 RUST_LOG=info,tomo_desktop=debug TOMO_TEXT_ONLY=0 TOMO_LLM_BASE_URL="$llm_url" TOMO_LLM_MODEL=scripted-model XDG_CONFIG_HOME="$work/config-voice" \
     TOMO_DATA_DIR="$work/data-voice" start_app app-voice
 # The microphone opens once the models are loaded (or installed, on a first run).
-for _ in $(seq 1200); do grep -q "listening" "$app_log" && break; kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
-grep -q "listening" "$app_log" || fail "the app never started listening to the microphone"
+for _ in $(seq 6000); do grep -q "session: listening" "$app_log" && break; kill -0 "$app_pid" 2>/dev/null || break; sleep 0.1; done
+grep -q "session: listening" "$app_log" || fail "the app never started listening to the microphone"
 sleep 1
 paplay --device=nullsink "$work/question.wav"
 heard=""
@@ -270,7 +298,10 @@ while IFS= read -r -t 60 llm_line <&"${LLM[0]}"; do
     case "$llm_line" in user*) heard="${llm_line#user }"; break ;; esac
 done
 [ -n "$heard" ] || fail "no request reached the LLM within 60 s of speaking into the microphone"
-/usr/bin/python3 -c 'import json,sys; sys.exit(0 if "time" in json.loads(sys.argv[1]).lower() else 1)' "$heard" ||
+/usr/bin/python3 -c '
+import json, re, sys
+words = re.sub(r"[^a-z ]", "", json.loads(sys.argv[1]).lower()).split()
+sys.exit(0 if words == "what time is it".split() else 1)' "$heard" ||
     fail "the LLM was sent $heard, not the spoken question"
 echo "ok: a spoken question reached the LLM from the app's microphone: $heard"
 # Record the speakers (the sink's monitor) while the app answers; nothing else plays into the sink now.
@@ -278,11 +309,11 @@ parecord --device=nullsink.monitor --file-format=wav "$work/answer.wav" &
 recorder=$!
 pids+=("$recorder")
 for _ in $(seq 600); do grep -q "playback drained" "$app_log" && break; sleep 0.1; done
-kill "$recorder"
+kill "$recorder" 2>/dev/null || true
 wait "$recorder" 2>/dev/null || true
 grep -q "audio started" "$app_log" || fail "the app played no sentence of its answer"
 grep -q "playback drained" "$app_log" || fail "the app's answer did not finish playing within 60 s"
-rms="$(sox "$work/answer.wav" -n stat 2>&1 | awk '/RMS +amplitude/ { print $3 }')"
+rms="$(sox "$work/answer.wav" -n stat 2>&1 | awk '/RMS +amplitude/ { print $3 }')" || rms=0
 awk -v r="$rms" 'BEGIN { exit !(r > 0.01) }' || fail "the speakers stayed silent during the answer (RMS $rms)"
 echo "ok: the app spoke its answer through the speakers ($(grep -c "audio started" "$app_log") sentences, RMS $rms)"
 quit_app

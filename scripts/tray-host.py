@@ -94,11 +94,12 @@ def menu_of(item):
     return menu_path, [node(c) for c in layout[2]]
 
 
-def find(nodes, label):
+def find(nodes, label, parent=0):
+    """The item with that label and the id of the menu holding it (0: the root menu)."""
     for n in nodes:
         if n["label"] == label:
-            return n
-        hit = find(n["children"], label)
+            return n, parent
+        hit = find(n["children"], label, n["id"])
         if hit:
             return hit
     return None
@@ -116,14 +117,15 @@ def handle(line):
         if words[0] == "menu":
             say({"menu": nodes})
         elif words[0] == "click" and len(words) == 2:
-            target = find(nodes, words[1])
-            if target is None:
+            hit = find(nodes, words[1])
+            if hit is None:
                 say({"error": f"no menu item labelled {words[1]!r}"})
                 return
-            # What a panel sends when the user clicks: "clicked" with the item id (a submenu is opened
-            # first, as a panel would, so the app builds its children).
+            target, parent = hit
+            # What a panel does when the user clicks: it opens the menu holding the item (AboutToShow),
+            # then sends "clicked" with the item's id.
             call(items[-1][0], menu_path, "com.canonical.dbusmenu", "AboutToShow",
-                 GLib.Variant("(i)", (0,)), "(b)")
+                 GLib.Variant("(i)", (parent,)), "(b)")
             call(items[-1][0], menu_path, "com.canonical.dbusmenu", "Event",
                  GLib.Variant("(isvu)", (target["id"], "clicked", GLib.Variant("i", 0), int(time.time()))),
                  "()")

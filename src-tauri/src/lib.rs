@@ -99,8 +99,10 @@ pub fn run() -> ExitCode {
     let models_dir =
         tomo_runtime::paths::live2d_models_dir_for(&profiles_dir, args.models_dir.as_deref());
     match &models_dir {
+        // Only an explicit --models-dir can be missing (the default is looked for): say so, like `tomo serve`.
         Some(dir) if !dir.is_dir() => {
-            tracing::warn!(dir = %dir.display(), "no such models folder: only the bundled models are shown")
+            eprintln!("error: --models-dir {}: no such directory", dir.display());
+            return ExitCode::from(2);
         }
         Some(dir) => tracing::info!(dir = %dir.display(), "your Live2D models"),
         None => {}

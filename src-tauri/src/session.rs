@@ -97,9 +97,13 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
             listen.follow(&envelope.event);
             match &envelope.event {
                 Event::ModeChanged { mic_muted, .. } => {
+                    tracing::debug!(mic_muted, "mode changed");
                     crate::tray::show_mic_muted(&app, *mic_muted)
                 }
-                // What the speakers did, for diagnosing voice problems (RUST_LOG=tomo_desktop=debug).
+                // What the session and the speakers did, for diagnosing (RUST_LOG=tomo_desktop=debug).
+                Event::SessionReady { character, .. } => {
+                    tracing::debug!(%character, "session ready")
+                }
                 Event::AudioStarted {
                     sentence_index,
                     duration_ms,

@@ -34,15 +34,19 @@ export class Director {
           this.unvoiced.set(ev.sentence.index, ev.sentence.actions);
         }
         return [];
-      case 'audio_started':
+      case 'audio_started': {
         this.audioSeen = true;
-        // Its audio (and any earlier sentence's, which can no longer start) is past.
+        // Audio plays in sentence order: earlier sentences still unheard never will be. The newest of them
+        // sets the face unless this sentence brings its own emotion.
+        const own = this.cues(ev.actions);
+        const skipped = this.takeUnvoiced((index) => index < ev.sentence_index);
         this.heardUpTo = Math.max(this.heardUpTo, ev.sentence_index);
-        for (const index of [...this.unvoiced.keys()]) if (index <= ev.sentence_index) this.unvoiced.delete(index);
+        this.unvoiced.delete(ev.sentence_index);
         return [
-          ...this.cues(ev.actions),
+          ...(own.length > 0 ? own : skipped),
           { kind: 'lipsync', envelope: ev.envelope, frameMs: ev.frame_ms, durationMs: ev.duration_ms },
         ];
+      }
       case 'turn_aborted':
         this.unvoiced.clear(); // what was cut off was never said
         return [{ kind: 'stop_lipsync' }, { kind: 'rest' }];
@@ -59,11 +63,12 @@ export class Director {
     }
   }
 
-  /** The emotion of the newest sentence that was never heard, once; then forgets them all. */
-  private takeUnvoiced(): CharacterCommand[] {
-    const newest = Math.max(-1, ...this.unvoiced.keys());
-    const actions = this.unvoiced.get(newest) ?? [];
-    this.unvoiced.clear();
+  /** The emotion of the newest never-heard sentence among those `which` picks (all by default), once; the
+   * picked ones are forgotten. */
+  private takeUnvoiced(which: (index: number) => boolean = () => true): CharacterCommand[] {
+    const picked = [...this.unvoiced.keys()].filter(which);
+    const actions = this.unvoiced.get(Math.max(-1, ...picked)) ?? [];
+    for (const index of picked) this.unvoiced.delete(index);
     return this.cues(actions);
   }
 

@@ -55,6 +55,13 @@ describe('Director', () => {
     expect(d.commands(ev({ type: 'playback_drained', turn_id: 2 }))).toEqual([{ kind: 'expression', id: 'f02' }, { kind: 'rest' }]);
     // Once only: the next drain has nothing left over.
     expect(d.commands(ev({ type: 'playback_drained', turn_id: 2 }))).toEqual([{ kind: 'rest' }]);
+    // A later sentence without an emotion is heard after an unheard [sad]: the face turns sad with it.
+    d.commands(ev({ type: 'turn_started', turn_id: 4 }));
+    d.commands(audio(0, 'joy'));
+    d.commands(sentence(1, 'sad'));
+    const plain = ev({ type: 'audio_started', turn_id: 4, sentence_index: 2, duration_ms: 100, frame_ms: 20, envelope: [1], actions: [] });
+    expect(d.commands(plain)[0]).toEqual({ kind: 'expression', id: 'f03' });
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 4 }))).toEqual([{ kind: 'rest' }]);
     // Everything heard: nothing extra at the drain.
     d.commands(ev({ type: 'turn_started', turn_id: 3 }));
     d.commands(sentence(0, 'angry'));

@@ -235,6 +235,12 @@ fn check_model_path(model: &str) -> Result<(), String> {
             "`{model}` must be a plain relative path (no `..`, `.`, `//` or `\\`)"
         ));
     }
+    // The UI loads it as a URL path: these would end or escape the path.
+    if let Some(c) = rel.chars().find(|c| matches!(c, '#' | '?' | '%')) {
+        return Err(format!(
+            "`{model}` must not contain `{c}` (rename the folder or file)"
+        ));
+    }
     if !(model.ends_with(".model.json") || model.ends_with(".model3.json")) {
         return Err(format!(
             "`{model}` must name a model settings file: `*.model3.json` (Cubism 3/4) or `*.model.json` (Cubism 2)"

@@ -205,9 +205,9 @@ impl Default for TtsConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Live2dConfig {
-    /// The Live2D model's settings file under `assets/live2d/`: `<folder>/<name>.model3.json` (Cubism 3/4)
-    /// or `<folder>/<name>.model.json` (Cubism 2). The user's folder is looked in first, then the models
-    /// bundled with the UI.
+    /// The Live2D model's settings file: `assets/live2d/<folder>/<name>.model3.json` (Cubism 3/4) or
+    /// `assets/live2d/<folder>/<name>.model.json` (Cubism 2). Each file is looked up in the user's
+    /// `assets/live2d/` first, then among the models bundled with the UI.
     pub model: Option<String>,
     /// Emotion name (used as an `[emotion]` tag by the model) → expression or motion id.
     pub emotion_map: BTreeMap<String, String>,

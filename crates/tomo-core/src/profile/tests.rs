@@ -365,6 +365,14 @@ fn the_live2d_model_must_be_a_settings_file_under_assets_live2d() {
             "plain relative path",
         ),
         ("assets/live2d/mine/mine.moc3", "model settings file"),
+        (
+            "assets/live2d/my#1/mine.model3.json",
+            "must not contain `#`",
+        ),
+        (
+            "assets/live2d/mine/mine%20.model3.json",
+            "must not contain `%`",
+        ),
     ] {
         let text = format!("{MINIMAL}\n[live2d]\nmodel = \"{bad}\"\n");
         let d = invalid(parse(&text));
