@@ -11,6 +11,7 @@
 pub mod bench;
 pub mod dedup;
 pub mod diff;
+pub mod occlusion;
 pub mod ocr;
 pub mod plugin;
 mod queue;

@@ -15,6 +15,7 @@ use image::{RgbImage, RgbaImage};
 use crate::Rect;
 use crate::dedup::LineMemory;
 use crate::diff::{DiffConfig, DiffDecision, FrameDiff};
+use crate::occlusion;
 use crate::ocr::{OcrEngine, OcrError, OcrModels, PpOcr};
 use crate::queue::DropOldest;
 use crate::target::{self, TargetError, TitlePattern};
@@ -328,7 +329,10 @@ fn capture_target(shared: &Shared, config: &WatchConfig) -> Result<Captured, Str
                 Err(format!("window `{}` is minimised", info.title))
             }
             Ok(Some((window, info))) => target::capture_window(&window, &info)
-                .map(|image| (image, info.title.clone(), (false, info.id)))
+                .map(|mut image| {
+                    blank_what_covers(&mut image, &info);
+                    (image, info.title.clone(), (false, info.id))
+                })
                 .map_err(|e| e.to_string()),
             Ok(None) => Err(format!("no window title matches {pattern}")),
             Err(e) => Err(e.to_string()),
@@ -340,6 +344,24 @@ fn capture_target(shared: &Shared, config: &WatchConfig) -> Result<Captured, Str
             .map(|(image, info)| (image, format!("monitor {}", info.name), (true, info.id)))
             .map_err(|e| format!("{reason}; monitor fallback failed: {e}")),
         other => other,
+    }
+}
+
+/// Only the chosen window is read: without a compositor, parts of the capture covered by other windows show
+/// those windows, so they are blanked (see [`occlusion`]).
+fn blank_what_covers(image: &mut RgbaImage, info: &target::WindowInfo) {
+    let Some(covers) = occlusion::covering_windows(info.id) else {
+        return;
+    };
+    let area = occlusion::ScreenRect {
+        x: info.x,
+        y: info.y,
+        width: info.width,
+        height: info.height,
+    };
+    let blanked = occlusion::blank_covered(image, area, &covers);
+    if blanked > 0 {
+        tracing::debug!(blanked, window = %info.title, "blanked what covers the watched window");
     }
 }
 

@@ -92,8 +92,13 @@ pub fn start_desktop() -> Option<Desktop> {
 
 /// A window titled `title` showing `image`.
 pub fn open_window(desktop: &Desktop, title: &str, image: &Path) -> Child {
+    open_window_at(desktop, title, image, "+40+40")
+}
+
+/// A window titled `title` showing `image`, placed by an X geometry like `+40+40`.
+pub fn open_window_at(desktop: &Desktop, title: &str, image: &Path, geometry: &str) -> Child {
     let child = Command::new("display")
-        .args(["-title", title, "-geometry", "+40+40"])
+        .args(["-title", title, "-geometry", geometry])
         .arg(image)
         .env("DISPLAY", &desktop.display)
         .stdout(Stdio::null())
