@@ -24,6 +24,8 @@ export async function startReal({ repoRoot, distDir, fixturesDir, llmBaseUrl, vo
   const modelsDir = join(dataDir, 'models');
   cpSync(join(distDir, 'live2d', 'shizuku'), join(modelsDir, 'kuro-own'), { recursive: true });
   renameSync(join(modelsDir, 'kuro-own', 'shizuku.model.json'), join(modelsDir, 'kuro-own', 'kuro.model.json'));
+  // Cubie, the Cubism 4 character (a generated one-quad model).
+  cpSync(join(fixturesDir, 'cubism4', 'cubie'), join(modelsDir, 'cubie'), { recursive: true });
   const env = { ...process.env, TOMO_LLM_BASE_URL: llmBaseUrl, TOMO_DATA_DIR: dataDir, TOMO_PLUGINS_DIR: join(repoRoot, 'plugins') };
   // A key or token from the developer's shell would change what the server demands or sends.
   for (const k of ['TOMO_LLM_API_KEY', 'TOMO_SERVER_TOKEN', 'TOMO_LLM_MODEL']) delete env[k];

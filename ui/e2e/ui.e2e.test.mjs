@@ -160,8 +160,8 @@ test('both Cubism runtimes: Shizuku on Cubism 2, the Cubism 4 core running under
   const { page, problems } = await openPage();
   assert.equal(await page.evaluate(() => window.__tomo.runtime()), 'cubism2');
   // Starting the Cubism 4 framework compiles the core's WebAssembly ('wasm-unsafe-eval' in the CSP) and asks
-  // the core its version: what a *.model3.json character needs before its moc3 can load. (No Cubism 3/4
-  // model ships in any package, so none is drawn here.)
+  // the core its version: what a *.model3.json character needs before its moc3 can load (the last test
+  // draws one).
   assert.match(await page.evaluate(() => window.__tomo.cubism4Version()), /^5\.\d+\.\d+$/);
   assert.deepEqual(problems, []);
   await page.close();
@@ -303,5 +303,49 @@ test('character switch and readable errors', async () => {
     assert.match(await page.textContent('[data-testid=notice]'), /Profile problem: no profile profiles\/nope\.toml/);
   }
   await page.screenshot({ path: join(artifacts, 'switch.png') });
+  await page.close();
+});
+
+// Last: it leaves the session on another character. Real server only (the stub serves the repo's profiles).
+test('a Cubism 4 character: drawn, expressions from [emotion] tags, mouth moving with the voice', { skip: !REAL }, async () => {
+  const { page, problems } = await openPage();
+  await page.selectOption('[data-testid=profile-select]', { label: 'Cubie' });
+  await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.textContent?.startsWith('Cubie'));
+  await page.waitForFunction(() => window.__tomo.shownModel() === 'live2d/cubie/cubie.model3.json', null, { timeout: 30000 });
+  assert.equal(await page.evaluate(() => window.__tomo.runtime()), 'cubism4');
+  await page.waitForTimeout(500);
+  const box = await page.evaluate(() => window.__tomo.bounds());
+  assert.ok(box && box.width > 100 && box.height > 100, `model bounds ${JSON.stringify(box)}`);
+  const shot = await page.screenshot({ path: join(artifacts, 'cubism4.png') });
+  // The quad (0.8 of the canvas the box stands for, centred) shows its texture's blue: checked in the middle
+  // of the box, clear of its edges and of the subtitle line at the bottom of the stage.
+  const png = PNG.sync.read(shot);
+  let blue = 0;
+  let total = 0;
+  for (let y = Math.ceil(box.y + 0.2 * box.height); y < box.y + 0.6 * box.height; y++) {
+    for (let x = Math.ceil(box.x + 0.2 * box.width); x < box.x + 0.8 * box.width; x++) {
+      const i = (y * png.width + x) * 4;
+      if (Math.abs(png.data[i] - 0x2a) + Math.abs(png.data[i + 1] - 0x6f) + Math.abs(png.data[i + 2] - 0xdb) < 30) blue++;
+      total++;
+    }
+  }
+  assert.ok(blue > 0.98 * total, `only ${blue} of ${total} pixels in the middle of the Cubism 4 model are its blue`);
+
+  // A turn: [angry] -> frown, [joy] -> smile (Cubie's emotion map), the mouth (its LipSync parameter) follows
+  // the real audio in voice mode.
+  await page.fill('[data-testid=input]', 'what time is it?');
+  await page.click('[data-testid=send]');
+  await page.waitForFunction(() => window.__tomo.expression() === 'frown', null, { timeout: 20000 });
+  if (VOICE) {
+    await page.waitForFunction(() => {
+      const vs = window.__tomo.mouthTrace().map((p) => p.v);
+      return vs.length > 10 && Math.max(...vs) > 0.6 && Math.min(...vs) < 0.2;
+    }, null, { timeout: 20000 });
+  }
+  await page.waitForFunction(() => window.__tomo.expression() === 'smile', null, { timeout: 20000 });
+  // The expression really drives the model: ParamFace fades to +1 (smile adds 1; frown had taken it to -1).
+  await page.waitForFunction(() => (window.__tomo.param('ParamFace') ?? 0) > 0.9, null, { timeout: 10000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid=session-state]')?.dataset.state === 'idle', null, { timeout: 20000 });
+  assert.deepEqual(problems, []);
   await page.close();
 });

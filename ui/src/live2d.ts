@@ -45,6 +45,8 @@ export class Character {
   private app: PIXI.Application;
   private model: Live2DModel | null = null;
   private params: Params | null = null;
+  /** Parameters someone asked about (see `param`), with their values as last drawn. */
+  private readonly watchedParams = new Map<string, number | null>();
   private expressionId: string | null = null;
   private readonly host: HTMLElement;
 
@@ -84,7 +86,12 @@ export class Character {
     this.app.stage.addChild(model);
     // Lip sync goes after motions, expressions and physics, right before the core model updates, so the
     // envelope wins over whatever the idle motion does with the mouth.
-    model.internalModel.on('beforeModelUpdate', () => this.applyMouth());
+    this.watchedParams.clear();
+    model.internalModel.on('beforeModelUpdate', () => {
+      this.applyMouth();
+      const params = this.params;
+      if (params) for (const id of this.watchedParams.keys()) this.watchedParams.set(id, params.get(id));
+    });
     this.layout();
   }
 
@@ -110,10 +117,14 @@ export class Character {
     return def ? (def.name ?? def.Name ?? null) : null;
   }
 
-  /** A parameter's value; `mouth` names the model's mouth parameter, whatever the runtime calls it. */
+  /** The value a parameter had when the model was last drawn (`mouth`: the model's mouth parameter, whatever
+   * the runtime calls it). Read during the frame: between frames a Cubism 4 model holds its parameters as
+   * they were before expressions, lip sync and physics were applied. Null until a frame has been drawn. */
   param(id: string): number | null {
     if (!this.params) return null;
-    return this.params.get(id === 'mouth' ? this.params.mouth : id);
+    const key = id === 'mouth' ? this.params.mouth : id;
+    if (!this.watchedParams.has(key)) this.watchedParams.set(key, null);
+    return this.watchedParams.get(key) ?? null;
   }
 
   /** Which Cubism runtime draws the current model. */
