@@ -80,22 +80,20 @@ mod x11 {
     /// `Ok(None)`: a compositor owns `_NET_WM_CM_S<screen>` (nothing to blank), or the window is gone.
     pub(super) fn covering(window_id: u32) -> Result<Option<Vec<ScreenRect>>> {
         let (conn, screen_num) = xcb::Connection::connect(None)?;
-        let atom = |name: &[u8]| -> Result<x::Atom> {
-            Ok(conn
-                .wait_for_reply(conn.send_request(&x::InternAtom {
-                    only_if_exists: false,
-                    name,
-                }))?
-                .atom())
-        };
-        let cm = atom(format!("_NET_WM_CM_S{screen_num}").as_bytes())?;
+        let cm = conn
+            .wait_for_reply(conn.send_request(&x::InternAtom {
+                only_if_exists: false,
+                name: format!("_NET_WM_CM_S{screen_num}").as_bytes(),
+            }))?
+            .atom();
         let owner =
             conn.wait_for_reply(conn.send_request(&x::GetSelectionOwner { selection: cm }))?;
         if !owner.owner().is_none() {
             return Ok(None);
         }
-        let Some(window) = managed_window(&conn, atom(b"_NET_CLIENT_LIST_STACKING")?, window_id)?
-        else {
+        // xcap's ids are those of the managed windows.
+        let managed = crate::x11_titles::managed_windows(&conn)?;
+        let Some(&window) = managed.iter().find(|w| w.resource_id() == window_id) else {
             return Ok(None);
         };
         let top = top_level(&conn, window)?;
@@ -135,31 +133,6 @@ mod x11 {
             });
         }
         Ok(Some(covers))
-    }
-
-    /// The managed window with this id (xcap's ids are those of `_NET_CLIENT_LIST_STACKING`).
-    fn managed_window(conn: &xcb::Connection, list: x::Atom, id: u32) -> Result<Option<x::Window>> {
-        for screen in conn.get_setup().roots() {
-            let reply = conn.wait_for_reply(conn.send_request(&x::GetProperty {
-                delete: false,
-                window: screen.root(),
-                property: list,
-                r#type: x::ATOM_WINDOW,
-                long_offset: 0,
-                long_length: 4096,
-            }))?;
-            if reply.format() != 32 {
-                continue;
-            }
-            if let Some(&window) = reply
-                .value::<x::Window>()
-                .iter()
-                .find(|w| w.resource_id() == id)
-            {
-                return Ok(Some(window));
-            }
-        }
-        Ok(None)
     }
 
     /// The root's child that holds `window`: its window-manager frame, or itself when not reparented.
