@@ -207,35 +207,27 @@ tray() {
 await_log() { for _ in $(seq 100); do grep -q "$1" "$app_log" && return 0; sleep 0.1; done; return 1; }
 # Asks python about the last reply: `tray_json 'EXPR'` exits non-zero unless EXPR (over `r`) is true.
 tray_json() { /usr/bin/python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($1) else 1)" "$tray_reply"; }
-# The check state of a menu item (by label) in the last `menu` reply.
+# Sets `toggle` to the check state of a menu item, by label (0, 1, or None when it has none). Not inside
+# $(...): the coprocess's pipes belong to this shell.
+toggle=""
 toggle_of() {
-    /usr/bin/python3 -c '
-import json, sys
-def find(nodes, label):
-    for n in nodes:
-        if n["label"] == label: return n
-        hit = find(n["children"], label)
-        if hit: return hit
-print(find(json.loads(sys.argv[1])["menu"], sys.argv[2])["toggle"])' "$tray_reply" "$1"
+    tray toggle "$1"
+    toggle="$(/usr/bin/python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get("toggle"))' "$tray_reply")"
 }
 tray_read
 tray_json 'r.get("watcher") == "ready"' || fail "the tray host did not start: $tray_reply"
 RUST_LOG=info,tomo_desktop=debug XDG_CONFIG_HOME="$work/config-tray" start_app app-tray
 tray_read 30
 tray_json '"registered" in r' || fail "the app's tray icon did not register: $tray_reply"
-tray menu
-labels="$(/usr/bin/python3 -c '
-import json, sys
-def walk(nodes):
-    for n in nodes:
-        if n["label"]: yield n["label"]
-        yield from walk(n["children"])
-print("|".join(walk(json.loads(sys.argv[1])["menu"])))' "$tray_reply")"
+tray labels
+labels="$(/usr/bin/python3 -c 'import json,sys; print("|".join(json.loads(sys.argv[1])["labels"]))' "$tray_reply")"
 for want in "Show / hide" "Pet mode" "Mute microphone" "Character" "Hana" "Kuro" "Quit"; do
     [[ "|$labels|" == *"|$want|"* ]] || fail "the tray menu has no \"$want\" (it has: $labels)"
 done
-[ "$(toggle_of 'Pet mode')" = 0 ] && [ "$(toggle_of 'Mute microphone')" = 0 ] ||
-    fail "the tray's check marks do not start unchecked: $tray_reply"
+toggle_of 'Pet mode'
+pet_toggle="$toggle"
+toggle_of 'Mute microphone'
+[ "$pet_toggle" = 0 ] && [ "$toggle" = 0 ] || fail "the tray's check marks do not start unchecked ($pet_toggle, $toggle)"
 echo "ok: the tray icon registered with its menu ($labels)"
 
 visible() { xdotool search --onlyvisible --name '^Tomo$' >/dev/null 2>&1; }
@@ -250,15 +242,15 @@ echo "ok: the tray's Show / hide hid the window and brought it back"
 tray click Pet mode
 tray_json '"clicked" in r' || fail "clicking Pet mode: $tray_reply"
 retry_shot see_through || fail "Pet mode from the tray did not make the window transparent (root colour fraction $green)"
-tray menu
-[ "$(toggle_of 'Pet mode')" = 1 ] || fail "the tray's Pet mode is not checked after switching it on"
+toggle_of 'Pet mode'
+[ "$toggle" = 1 ] || fail "the tray's Pet mode is not checked after switching it on"
 echo "ok: the tray's Pet mode made the window a pet and checked itself"
 
 tray click Mute microphone
 # GTK ticks a check item by itself when clicked: the session's own word is what counts.
 await_log "mode changed mic_muted=true" || fail "the tray's Mute microphone did not reach the session"
-tray menu
-[ "$(toggle_of 'Mute microphone')" = 1 ] || fail "the tray's Mute microphone is not checked after the session muted"
+toggle_of 'Mute microphone'
+[ "$toggle" = 1 ] || fail "the tray's Mute microphone is not checked after the session muted"
 echo "ok: the tray's Mute microphone muted the session (mode_changed) and shows checked"
 
 tray click Kuro

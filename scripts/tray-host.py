@@ -9,6 +9,8 @@ DBUS_SESSION_BUS_ADDRESS, and drives the menu the way a panel does when the user
 It prints one JSON object per line on stdout and reads commands, one per line, on stdin:
   {"registered": ":1.5", "path": "/org/ayatana/NotificationItem/tomo"}     when the app's icon registers
   menu          -> {"menu": [{"id": 3, "label": "Pet mode", "toggle": 0, "children": [...]}, ...]}
+  labels        -> {"labels": ["Show / hide", "Pet mode", ...]}   (every item, submenus included, in order)
+  toggle LABEL  -> {"toggle": 0 | 1 | null}   (the check state of the item with that label)
   click LABEL   -> {"clicked": "LABEL", "id": 3}   (a "clicked" event for the item with that label; a
                    submenu's items are found too) or {"error": "..."}
 Uses python3-gi (Gio), so it runs with Debian's /usr/bin/python3.
@@ -105,6 +107,13 @@ def find(nodes, label, parent=0):
     return None
 
 
+def walk(nodes):
+    for n in nodes:
+        if n["label"]:
+            yield n["label"]
+        yield from walk(n["children"])
+
+
 def handle(line):
     words = line.strip().split(" ", 1)
     if not words[0]:
@@ -116,6 +125,14 @@ def handle(line):
         menu_path, nodes = menu_of(items[-1])
         if words[0] == "menu":
             say({"menu": nodes})
+        elif words[0] == "labels":
+            say({"labels": list(walk(nodes))})
+        elif words[0] == "toggle" and len(words) == 2:
+            hit = find(nodes, words[1])
+            if hit is None:
+                say({"error": f"no menu item labelled {words[1]!r}"})
+            else:
+                say({"toggle": hit[0]["toggle"]})
         elif words[0] == "click" and len(words) == 2:
             hit = find(nodes, words[1])
             if hit is None:

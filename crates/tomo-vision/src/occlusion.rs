@@ -96,10 +96,7 @@ mod x11 {
         let Some(&window) = managed.iter().find(|w| w.resource_id() == window_id) else {
             return Ok(None);
         };
-        let top = top_level(&conn, window)?;
-        let root = conn
-            .wait_for_reply(conn.send_request(&x::QueryTree { window: top }))?
-            .root();
+        let (top, root) = top_level(&conn, window)?;
         // The root's children, bottom to top: those after the target's top-level window are above it.
         let siblings = conn.wait_for_reply(conn.send_request(&x::QueryTree { window: root }))?;
         let above = siblings
@@ -135,13 +132,14 @@ mod x11 {
         Ok(Some(covers))
     }
 
-    /// The root's child that holds `window`: its window-manager frame, or itself when not reparented.
-    fn top_level(conn: &xcb::Connection, window: x::Window) -> Result<x::Window> {
+    /// The root's child that holds `window` (its window-manager frame, or itself when not reparented), and
+    /// the root.
+    fn top_level(conn: &xcb::Connection, window: x::Window) -> Result<(x::Window, x::Window)> {
         let mut current = window;
         loop {
             let tree = conn.wait_for_reply(conn.send_request(&x::QueryTree { window: current }))?;
             if tree.parent() == tree.root() || tree.parent().is_none() {
-                return Ok(current);
+                return Ok((current, tree.root()));
             }
             current = tree.parent();
         }
