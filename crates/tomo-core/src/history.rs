@@ -1,17 +1,21 @@
 //! Conversation history per character, persisted as JSON Lines.
 //!
 //! Crash safety: the user message is appended (and fsynced) when a turn starts, the rest of the turn in one
-//! write when it ends. A kill at any moment therefore loses at most the turn in flight; a torn last line is
-//! skipped on load. The context sent to the model is bounded to the most recent turns.
+//! write when it ends. A kill at any moment therefore loses at most the turn in flight. On load every line
+//! is decoded on its own: a torn line (half a record, half a multibyte character) is skipped and counted,
+//! never fatal, and the next append starts on a fresh line so no later record is glued to it. The folder
+//! is locked for this process (two instances would hand out the same turn ids) and private to the user.
+//! The context sent to the model is bounded to the most recent turns.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::data_lock::{DataDirLock, LockError};
 use crate::llm::ChatMessage;
+use crate::private_files;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -25,6 +29,8 @@ pub enum HistoryError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Locked(#[from] LockError),
 }
 
 /// One stored message.
@@ -48,34 +54,42 @@ pub struct History {
     records: Vec<HistoryRecord>,
     /// Lines that could not be read on load (kept on disk, reported once).
     pub skipped_lines: usize,
+    _lock: Arc<DataDirLock>,
 }
 
 impl History {
-    /// Loads `<dir>/history.jsonl`, creating the directory if needed.
+    /// Loads `<dir>/history.jsonl`, creating the (private) directory if needed and locking it for this
+    /// process.
     pub fn open(dir: &Path) -> Result<Self, HistoryError> {
         let path = dir.join("history.jsonl");
-        std::fs::create_dir_all(dir).map_err(|source| HistoryError::Open {
+        let open_error = |source| HistoryError::Open {
             path: path.clone(),
             source,
-        })?;
+        };
+        private_files::create_private_dir_all(dir).map_err(open_error)?;
+        let lock = DataDirLock::acquire(dir)?;
         let mut records = Vec::new();
         let mut skipped_lines = 0;
-        match File::open(&path) {
-            Ok(file) => {
-                for (number, line) in BufReader::new(file).lines().enumerate() {
-                    let line = line.map_err(|source| HistoryError::Open {
-                        path: path.clone(),
-                        source,
-                    })?;
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    match serde_json::from_str::<HistoryRecord>(&line) {
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                for line in private_files::decode_lines(&bytes) {
+                    let record = match line {
+                        Ok((number, text)) => serde_json::from_str::<HistoryRecord>(text)
+                            .map_err(|error| (number, error.to_string())),
+                        Err(number) => Err((number, "not UTF-8 (a torn write)".to_owned())),
+                    };
+                    match record {
                         Ok(record) => records.push(record),
-                        Err(error) => {
+                        Err((line, error)) => {
                             skipped_lines += 1;
-                            tracing::warn!(path = %path.display(), line = number + 1, %error, "skipping unreadable history line");
+                            tracing::warn!(path = %path.display(), line, %error, "skipping unreadable history line");
                         }
+                    }
+                }
+                // Older versions created these world-readable.
+                for private in [dir, path.as_path()] {
+                    if let Err(error) = private_files::restrict(private) {
+                        tracing::warn!(path = %private.display(), %error, "cannot make private");
                     }
                 }
             }
@@ -86,6 +100,7 @@ impl History {
             path,
             records,
             skipped_lines,
+            _lock: lock,
         })
     }
 
@@ -111,26 +126,18 @@ impl History {
         if records.is_empty() {
             return Ok(());
         }
-        let mut buffer = String::new();
-        for record in &records {
-            let line = serde_json::to_string(record).map_err(|e| HistoryError::Write {
-                path: self.path.clone(),
-                source: std::io::Error::other(e),
-            })?;
-            buffer.push_str(&line);
-            buffer.push('\n');
-        }
         let write_error = |source| HistoryError::Write {
             path: self.path.clone(),
             source,
         };
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(write_error)?;
-        file.write_all(buffer.as_bytes()).map_err(write_error)?;
-        file.sync_data().map_err(write_error)?;
+        let mut buffer = String::new();
+        for record in &records {
+            let line =
+                serde_json::to_string(record).map_err(|e| write_error(std::io::Error::other(e)))?;
+            buffer.push_str(&line);
+            buffer.push('\n');
+        }
+        private_files::append_lines_durably(&self.path, &buffer).map_err(write_error)?;
         self.records.extend(records);
         Ok(())
     }
@@ -225,6 +232,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::llm::{FunctionCall, WireToolCall};
+    use std::fs::OpenOptions;
+    use std::io::Write;
 
     fn record(turn_id: u64, message: ChatMessage) -> HistoryRecord {
         HistoryRecord {
@@ -271,6 +280,96 @@ mod tests {
         let reopened = History::open(dir.path()).unwrap();
         assert_eq!(reopened.records().len(), 1);
         assert_eq!(reopened.skipped_lines, 1);
+    }
+
+    #[test]
+    fn a_torn_multibyte_character_at_the_end_does_not_stop_the_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = History::open(dir.path()).unwrap();
+        history
+            .append(vec![record(1, ChatMessage::user("café"))])
+            .unwrap();
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(history.path())
+            .unwrap();
+        // "é" is 0xC3 0xA9: the write stopped after its first byte.
+        file.write_all(b"{\"turn_id\":2,\"at\":\"2026-01-01T00:00:00Z\",\"role\":\"user\",\"content\":\"caf\xc3")
+            .unwrap();
+        drop(history);
+        let reopened = History::open(dir.path()).unwrap();
+        assert_eq!(reopened.records().len(), 1);
+        assert_eq!(reopened.records()[0].message, ChatMessage::user("café"));
+        assert_eq!(reopened.skipped_lines, 1);
+        assert_eq!(reopened.next_turn_id(), 2);
+    }
+
+    #[test]
+    fn a_record_appended_after_a_torn_line_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut history = History::open(dir.path()).unwrap();
+        history
+            .append(vec![record(1, ChatMessage::user("first"))])
+            .unwrap();
+        let mut file = OpenOptions::new()
+            .append(true)
+            .open(history.path())
+            .unwrap();
+        file.write_all(b"{\"turn_id\":2,\"at\":\"2026-").unwrap();
+        drop(history);
+        let mut reopened = History::open(dir.path()).unwrap();
+        assert_eq!(reopened.skipped_lines, 1);
+        reopened
+            .append(vec![record(2, ChatMessage::user("second"))])
+            .unwrap();
+        drop(reopened);
+        let again = History::open(dir.path()).unwrap();
+        assert_eq!(
+            again
+                .records()
+                .iter()
+                .map(|r| r.message.clone())
+                .collect::<Vec<_>>(),
+            vec![ChatMessage::user("first"), ChatMessage::user("second")]
+        );
+        assert_eq!(
+            again.skipped_lines, 1,
+            "the torn line is counted, not glued"
+        );
+    }
+
+    #[test]
+    fn a_broken_line_in_the_middle_costs_only_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.jsonl");
+        let good = |id: u64, text: &str| {
+            serde_json::to_string(&record(id, ChatMessage::user(text))).unwrap()
+        };
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(good(1, "one").as_bytes());
+        bytes.extend_from_slice(b"\n\xff\xfe not utf-8\n{not json}\n");
+        bytes.extend_from_slice(good(2, "two").as_bytes());
+        bytes.push(b'\n');
+        std::fs::write(&path, bytes).unwrap();
+        let history = History::open(dir.path()).unwrap();
+        assert_eq!(history.records().len(), 2);
+        assert_eq!(history.skipped_lines, 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn history_is_private_to_the_user() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("characters/hana");
+        let mut history = History::open(&dir).unwrap();
+        history
+            .append(vec![record(1, ChatMessage::user("secret"))])
+            .unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&root.path().join("characters")), 0o700);
+        assert_eq!(mode(history.path()), 0o600);
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //! history. No audio, no UI, no Tauri: usable headless and from any front end.
 
 pub mod agent;
+pub mod data_lock;
 pub mod diagnostic;
 pub mod history;
 pub mod hooks;
 pub mod llm;
 pub mod pipeline;
 pub mod plugins;
+pub mod private_files;
 pub mod profile;
 pub mod protocol;
 pub mod session;

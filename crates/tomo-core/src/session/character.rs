@@ -75,6 +75,8 @@ pub struct Character {
     /// (plugin id, scheduler): started with the character by the coordinator.
     pub schedulers: Vec<(String, Arc<dyn Scheduler>)>,
     history: Mutex<History>,
+    /// Unreadable lines the history load skipped (torn writes), announced once with the character.
+    pub history_skipped_lines: usize,
     /// Recent turns verbatim, older ones in a running summary (see `compress.rs`).
     compressor: Compressor,
 }
@@ -107,6 +109,7 @@ impl Character {
         })?;
         let data_dir = character_dir(&env.data_root, &profile.character.agent_id);
         let history = History::open(&data_dir)?;
+        let history_skipped_lines = history.skipped_lines;
         let factory_ctx = FactoryContext {
             agent_id: profile.character.agent_id.clone(),
             character_name: profile.character.name.clone(),
@@ -154,6 +157,7 @@ impl Character {
                 .into_iter()
                 .chain(env.extra_hooks.iter().cloned())
                 .collect(),
+            history_skipped_lines,
             data_dir,
             history: Mutex::new(history),
             profile,

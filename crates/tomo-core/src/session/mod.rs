@@ -251,6 +251,17 @@ impl Coordinator {
                 recoverable: true,
             });
         }
+        let skipped = self.character.history_skipped_lines;
+        if skipped > 0 {
+            let lines = if skipped == 1 { "line" } else { "lines" };
+            self.emit(Event::Notice {
+                level: crate::protocol::NoticeLevel::Warning,
+                message: format!(
+                    "{skipped} unreadable {lines} in {}'s history (an interrupted write) skipped; the rest of the conversation is kept",
+                    self.character.name()
+                ),
+            });
+        }
         let ready = Event::SessionReady {
             character: self.character.name().to_owned(),
             agent_id: self.character.agent_id().to_owned(),

@@ -6,7 +6,6 @@
 //! them all. JSON Lines keeps appends cheap and makes a damaged line cost only that one entry.
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -294,34 +293,9 @@ async fn append(path: &Path, entry: &DiaryEntry) -> Result<(), ToolError> {
 
 fn append_blocking(path: &Path, line: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::private_files::create_private_dir_all(dir)?;
     }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)?;
-    // If a crash left a partial last line, start on a fresh line so the new entry is not glued to it.
-    let mut buf = String::with_capacity(line.len() + 1);
-    if ends_without_newline(&mut file)? {
-        buf.push('\n');
-    }
-    buf.push_str(line);
-    // One write call per line: with O_APPEND this is also safe against other processes appending.
-    file.write_all(buf.as_bytes())?;
-    file.sync_data()
-}
-
-fn ends_without_newline(file: &mut std::fs::File) -> std::io::Result<bool> {
-    use std::io::{Read as _, Seek as _, SeekFrom};
-    let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(false);
-    }
-    file.seek(SeekFrom::Start(len - 1))?;
-    let mut last = [0u8; 1];
-    file.read_exact(&mut last)?;
-    Ok(last[0] != b'\n')
+    crate::private_files::append_lines_durably(path, line)
 }
 
 /// All readable entries in file order. A missing file is an empty diary; a damaged line is skipped

@@ -61,15 +61,13 @@ impl Mood {
             source,
         };
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
+            crate::private_files::create_private_dir_all(dir).map_err(io)?;
         }
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).map_err(|source| MoodError::Parse {
             path: path.to_owned(),
             source,
         })?;
-        std::fs::write(&tmp, text).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
+        crate::private_files::write_private_atomic(path, text.as_bytes()).map_err(io)
     }
 
     /// Moves the score towards `baseline` for the time since the last update: the distance halves every
