@@ -2,7 +2,7 @@
 //! TypeScript side is the generated `ui/src/bindings.ts`.
 
 use tauri::{AppHandle, State};
-use tomo_core::protocol::Op;
+use tomo_protocol::Op;
 use tomo_server::profiles::ProfileInfo;
 
 use crate::pet::{self, HitRegion};

@@ -2,7 +2,7 @@
 //! bindings listen by type), never from strings written by hand.
 
 use serde::{Deserialize, Serialize};
-use tomo_core::protocol::EventEnvelope;
+use tomo_protocol::EventEnvelope;
 
 /// Every session event, exactly the JSON `tomo serve` sends over its WebSocket.
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type, tauri_specta::Event)]

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use tauri::{Manager, RunEvent, WindowEvent};
-use tomo_core::protocol::Op;
+use tomo_protocol::Op;
 use tomo_runtime::EnvOptions;
 
 pub use commands::checked_op;

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
-use tomo_core::protocol::EventEnvelope;
+use tomo_protocol::EventEnvelope;
 
 /// What `events_since` answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
@@ -83,7 +83,7 @@ impl Replay {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tomo_core::protocol::Event;
+    use tomo_protocol::Event;
 
     fn envelope(seq: u64) -> EventEnvelope {
         EventEnvelope {

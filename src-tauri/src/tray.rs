@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, Wry};
-use tomo_core::protocol::Op;
+use tomo_protocol::Op;
 
 use crate::pet;
 use crate::state::AppState;

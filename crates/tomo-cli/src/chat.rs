@@ -8,9 +8,9 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
-use tomo_core::protocol::{Event, EventEnvelope, Op, SessionState};
 use tomo_core::session::start_session;
 use tomo_core::sink::TextSink;
+use tomo_protocol::{Event, EventEnvelope, Op, SessionState};
 
 use crate::ChatArgs;
 use crate::render::Renderer;
@@ -137,7 +137,7 @@ async fn wait_for_ready(
             envelope.event,
             Event::SessionReady { .. }
                 | Event::Error {
-                    code: tomo_core::protocol::ErrorCode::Profile,
+                    code: tomo_protocol::ErrorCode::Profile,
                     ..
                 }
         ) {

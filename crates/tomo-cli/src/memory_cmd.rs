@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use tomo_core::plugins::manifest::{effective_config, load_manifest};
-use tomo_core::profile::{Profile, load_profile};
+use tomo_config::manifest::{effective_config, load_manifest};
+use tomo_config::profile::{Profile, load_profile};
 use tomo_core::session::default_data_root;
 use tomo_memory::{Backend, Fact, MemoryConfig, MemoryStore, database_path};
 

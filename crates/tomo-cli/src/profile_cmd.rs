@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use tomo_core::profile::{Severity, check_profile, profile_json_schema};
+use tomo_config::profile::{Severity, check_profile, profile_json_schema};
 
 use tomo_runtime::paths::plugins_dir_for;
 

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use tomo_core::protocol::{Event, EventEnvelope, ToolStatus};
+use tomo_protocol::{Event, EventEnvelope, ToolStatus};
 
 /// Prints events for a person. Returns nothing: output errors (a closed pipe) are not worth failing over.
 pub struct Renderer {
@@ -62,7 +62,7 @@ impl Renderer {
             }
             Event::TurnFinished { end, .. } => {
                 self.end_line(&mut out);
-                if *end == tomo_core::protocol::TurnEnd::RoundLimit {
+                if *end == tomo_protocol::TurnEnd::RoundLimit {
                     let _ = writeln!(out, "  (stopped: too many tool rounds in one turn)");
                 }
             }

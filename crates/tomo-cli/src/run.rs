@@ -10,9 +10,9 @@ use anyhow::Context;
 use clap::Args;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tomo_audio::RodioOutput;
-use tomo_core::protocol::Op;
 use tomo_core::session::start_session;
 use tomo_core::sink::{OutputSink, TextSink};
+use tomo_protocol::Op;
 use tomo_speech::models::{InstallOptions, ModelStore};
 use tomo_speech::voice_sink::VoiceSink;
 

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tomo_core::profile::Profile;
-use tomo_core::protocol::Op;
+use tomo_config::profile::Profile;
 use tomo_core::session::start_session;
 use tomo_core::sink::{OutputSink, TextSink};
+use tomo_protocol::Op;
 use tomo_runtime::paths::live2d_models_dir_for;
 use tomo_server::{Server, ServerConfig};
 

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use tomo_core::profile::{Profile, load_profile};
+use tomo_config::profile::{Profile, load_profile};
 use tomo_runtime::EnvOptions;
 
 use crate::LlmFlags;

@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use tomo_audio::{WavOutput, segments_from_wav};
-use tomo_core::protocol::{Event, LatencyOrigin, Op, SessionState};
 use tomo_core::session::start_session;
+use tomo_protocol::{Event, LatencyOrigin, Op, SessionState};
 use tomo_speech::models::ModelStore;
 use tomo_speech::voice_sink::VoiceSink;
 

@@ -3,15 +3,12 @@
 
 pub mod agent;
 pub mod data_lock;
-pub mod diagnostic;
 pub mod history;
 pub mod hooks;
 pub mod llm;
 pub mod pipeline;
 pub mod plugins;
 pub mod private_files;
-pub mod profile;
-pub mod protocol;
 pub mod session;
 pub mod sink;
 pub mod state;

@@ -8,8 +8,8 @@
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
-use crate::profile::Profile;
-use crate::protocol::{Event, Sentence, TurnId};
+use tomo_config::profile::Profile;
+use tomo_protocol::{Event, Sentence, TurnId};
 
 /// Lets a sink report what it does (e.g. `audio_started`) through the session, which sequences the events.
 #[derive(Debug, Clone)]

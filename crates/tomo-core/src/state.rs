@@ -1,7 +1,7 @@
 //! The conversation state machine. Only the session coordinator owns one; every change goes through
 //! [`StateMachine::go`], so an illegal transition is an error, never a silent overwrite.
 
-use crate::protocol::SessionState;
+use tomo_protocol::SessionState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("illegal state transition {from:?} -> {to:?}")]

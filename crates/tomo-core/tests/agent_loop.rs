@@ -11,8 +11,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tomo_core::agent::{AgentError, TurnItem};
 use tomo_core::llm::{ChatMessage, LlmError};
-use tomo_core::protocol::TurnEnd;
 use tomo_core::tools::ToolRegistry;
+use tomo_protocol::TurnEnd;
 use tomo_testkit::{ScriptedResponse, ScriptedServer, StreamStep, chunk, script};
 
 use support::agent::{fast_retries, run, run_with_cancel};

@@ -14,8 +14,8 @@ use tokio::sync::Barrier;
 use tokio_util::sync::CancellationToken;
 use tomo_core::agent::AgentError;
 use tomo_core::llm::ChatMessage;
-use tomo_core::protocol::{ToolStatus, TurnEnd};
 use tomo_core::tools::{ToolError, ToolSpec};
+use tomo_protocol::{ToolStatus, TurnEnd};
 use tomo_testkit::{ScriptedServer, script};
 
 use support::FnTool;

@@ -13,11 +13,11 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tomo_core::profile::load_profile;
-use tomo_core::protocol::{Event, Op, SessionState};
+use tomo_config::profile::load_profile;
 use tomo_core::session::compress::{RunningSummary, SUMMARISER_MARKER};
 use tomo_core::session::{Environment, LlmOverrides, character_dir, start_session};
 use tomo_core::sink::TextSink;
+use tomo_protocol::{Event, Op, SessionState};
 use tomo_testkit::{RecordedRequest, ScriptedServer, script};
 
 const BUDGET: usize = 1500;

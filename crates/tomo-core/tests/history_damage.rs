@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use tomo_core::history::History;
 use tomo_core::llm::ChatMessage;
-use tomo_core::protocol::{Event, NoticeLevel, Op};
 use tomo_core::session::{character_dir, start_session};
 use tomo_core::sink::TextSink;
+use tomo_protocol::{Event, NoticeLevel, Op};
 use tomo_testkit::{ScriptedServer, script};
 
 use support::session::{collect_until, environment, is_idle, say, start, write_profile};
@@ -124,7 +124,7 @@ async fn a_character_in_use_by_another_process_is_refused_with_a_reason() {
     while !ready.exists() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let loaded = tomo_core::profile::load_profile(&profile).unwrap();
+    let loaded = tomo_config::profile::load_profile(&profile).unwrap();
     let refused = start_session(
         loaded.profile,
         environment(dir.path(), vec![]),

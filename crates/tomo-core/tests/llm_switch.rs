@@ -8,9 +8,9 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use tomo_core::profile::Profile;
-use tomo_core::protocol::{ErrorCode, Event, Op, Sentence, TurnId};
+use tomo_config::profile::Profile;
 use tomo_core::sink::{OutputSink, SinkError};
+use tomo_protocol::{ErrorCode, Event, Op, Sentence, TurnId};
 use tomo_testkit::{ScriptedServer, script};
 
 use support::session::{

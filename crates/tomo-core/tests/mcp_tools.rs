@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use tomo_config::manifest::{McpServerConfig, ToolLimits};
 use tomo_core::plugins::builtin::PluginError;
-use tomo_core::plugins::manifest::{McpServerConfig, ToolLimits};
 use tomo_core::plugins::mcp::connect_mcp;
 use tomo_core::tools::{Tool, ToolContext, ToolError};
 

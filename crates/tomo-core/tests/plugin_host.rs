@@ -7,9 +7,9 @@ use std::path::Path;
 
 use std::time::Duration;
 
+use tomo_config::profile::parse_profile;
 use tomo_core::llm::{LlmClient, LlmEndpoint};
 use tomo_core::plugins::host::{FactoryContext, LoadedPlugins, load_plugins};
-use tomo_core::profile::parse_profile;
 
 async fn load(enabled: &str, extra: &str, dir: &Path) -> LoadedPlugins {
     let ctx = FactoryContext {
@@ -29,7 +29,7 @@ async fn load(enabled: &str, extra: &str, dir: &Path) -> LoadedPlugins {
     load_plugins(&profile(enabled, extra), dir, &[], &ctx).await
 }
 
-fn profile(enabled: &str, extra: &str) -> tomo_core::profile::Profile {
+fn profile(enabled: &str, extra: &str) -> tomo_config::profile::Profile {
     let text = format!(
         "[character]\nname = \"T\"\nagent_id = \"t\"\npersona = \"p\"\n\n[llm]\nmodel = \"m\"\n\n[plugins]\nenabled = [{enabled}]\n{extra}"
     );

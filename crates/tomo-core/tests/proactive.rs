@@ -15,11 +15,11 @@ use tomo_core::plugins::builtin::mood_chat::MoodChatFactory;
 use tomo_core::plugins::host::PluginFactory;
 use tomo_core::plugins::scheduler::Clock;
 use tomo_core::plugins::sensor::SensorCommand;
-use tomo_core::protocol::{
-    ErrorCode, Event, EventEnvelope, Op, ProactiveSkip, SensorState, SessionState,
-};
 use tomo_core::session::SessionHandle;
 use tomo_core::sink::TextSink;
+use tomo_protocol::{
+    ErrorCode, Event, EventEnvelope, Op, ProactiveSkip, SensorState, SessionState,
+};
 use tomo_testkit::{ScriptedServer, script};
 
 use support::plugins::{

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tomo_core::protocol::{Action, ErrorCode, Event, HookStage, Op, SessionState, TurnEnd};
 use tomo_core::sink::TextSink;
+use tomo_protocol::{Action, ErrorCode, Event, HookStage, Op, SessionState, TurnEnd};
 use tomo_testkit::{ScriptedResponse, ScriptedServer, script};
 
 use support::session::{
@@ -457,7 +457,7 @@ async fn voice_ops_drive_listening_and_latency_reports() {
             _ => None,
         })
         .expect("latency_report");
-    assert_eq!(report.0, tomo_core::protocol::LatencyOrigin::SpeechEnd);
+    assert_eq!(report.0, tomo_protocol::LatencyOrigin::SpeechEnd);
     assert!(report.1.unwrap() >= 120);
     assert!(report.2.unwrap() >= report.1.unwrap());
     assert!(report.3.unwrap() >= report.2.unwrap());
@@ -550,7 +550,7 @@ async fn front_end_notices_are_relayed_to_clients() {
     collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
     session
         .send(Op::Notice {
-            level: tomo_core::protocol::NoticeLevel::Warning,
+            level: tomo_protocol::NoticeLevel::Warning,
             message: "microphone lost (device unplugged); retrying".into(),
         })
         .await
@@ -559,7 +559,7 @@ async fn front_end_notices_are_relayed_to_clients() {
     assert_eq!(
         seen.last().unwrap().event,
         Event::Notice {
-            level: tomo_core::protocol::NoticeLevel::Warning,
+            level: tomo_protocol::NoticeLevel::Warning,
             message: "microphone lost (device unplugged); retrying".into()
         }
     );

@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
+use tomo_config::manifest::ToolLimits;
 use tomo_core::plugins::builtin::{PluginError, PluginParts};
 use tomo_core::plugins::host::{FactoryContext, PluginFactory};
-use tomo_core::plugins::manifest::ToolLimits;
 
 pub use config::{Backend, MemoryConfig};
 pub use hook::{HEADING, Pending};

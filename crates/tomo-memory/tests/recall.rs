@@ -60,7 +60,7 @@ async fn early_fact_is_recalled_and_superseded_fact_is_not() {
         assert!(
             !events
                 .iter()
-                .any(|e| matches!(e, tomo_core::protocol::Event::HookFailed { .. })),
+                .any(|e| matches!(e, tomo_protocol::Event::HookFailed { .. })),
             "{events:#?}"
         );
         factory.wait_idle().await;

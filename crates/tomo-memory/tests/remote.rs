@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::json;
 use support::{TinyServer, last_user_message, memory_block, start, write_profile};
-use tomo_core::protocol::{Event, HookStage};
 use tomo_memory::MemoryPluginFactory;
+use tomo_protocol::{Event, HookStage};
 use tomo_testkit::{ScriptedServer, script};
 
 fn hook_failures(events: &[Event]) -> Vec<String> {

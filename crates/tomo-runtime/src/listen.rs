@@ -11,7 +11,7 @@ use tomo_audio::{
     Capture, CaptureConfig, CaptureError, CaptureStatus, CaptureStreams, ListenMode, Segmenter,
     SegmenterEvent, SileroVad,
 };
-use tomo_core::protocol::{Event, Op, SessionState};
+use tomo_protocol::{Event, Op, SessionState};
 use tomo_speech::asr::SpeechToText;
 
 use crate::voice;

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
-use tomo_core::protocol::{NoticeLevel, Op};
+use tomo_protocol::{NoticeLevel, Op};
 
 use crate::listen::Notify;
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use tomo_audio::RodioOutput;
-use tomo_core::profile::Profile;
+use tomo_config::profile::Profile;
 use tomo_core::sink::{OutputSink, TextSink};
 use tomo_speech::models::ModelStore;
 use tomo_speech::voice_sink::VoiceSink;

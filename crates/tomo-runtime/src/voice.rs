@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use tomo_audio::{SegmenterConfig, SileroVad};
-use tomo_core::profile::Profile;
+use tomo_config::profile::Profile;
 use tomo_speech::asr::cloud::CloudAsr;
 use tomo_speech::asr::whisper::WhisperAsr;
 use tomo_speech::asr::{SpeechToText, Transcript};

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use axum::extract::ws::Utf8Bytes;
 use serde_json::json;
 use tokio::sync::mpsc;
-use tomo_core::protocol::EventEnvelope;
+use tomo_protocol::EventEnvelope;
 
 /// One serialized event, shared by the buffer and every client queue.
 #[derive(Debug, Clone)]
@@ -173,7 +173,7 @@ pub(crate) fn control(value: &serde_json::Value) -> Utf8Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tomo_core::protocol::Event;
+    use tomo_protocol::Event;
 
     fn envelope(seq: u64) -> EventEnvelope {
         EventEnvelope {

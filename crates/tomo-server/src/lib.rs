@@ -9,7 +9,7 @@
 //!
 //! # The socket
 //! Server → client: every session [`EventEnvelope`] as one text frame, exactly the JSON of
-//! `tomo_core::protocol` (`{"seq":N,"type":...}`), to every connected client, in `seq` order. Frames the
+//! `tomo_protocol` (`{"seq":N,"type":...}`), to every connected client, in `seq` order. Frames the
 //! server itself makes carry **no** `seq` (they are not session events):
 //! - `{"type":"error","code":"invalid_op","message":...,"recoverable":true}` — a client frame was refused
 //!   (bad JSON, unknown op, a profile outside the profiles directory, `shutdown`); the connection stays open.
@@ -19,7 +19,7 @@
 //! - `{"type":"session_reset","latest_seq":N}` — the client's `last_seq` is newer than anything this server
 //!   emitted: it talked to an earlier server process. The whole buffer follows as for a new client.
 //!
-//! Client → server: [`tomo_core::protocol::Op`] JSON (`{"type":"user_text","text":"hi"}`, `interrupt`,
+//! Client → server: [`tomo_protocol::Op`] JSON (`{"type":"user_text","text":"hi"}`, `interrupt`,
 //! `speech_started`, `speech_ended`, `switch_profile` with a path inside the profiles directory, either
 //! relative to it — the `file` of `/api/profiles` — or absolute). `shutdown` is refused: clients come and go,
 //! the server owns the session's lifetime.
@@ -50,7 +50,7 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tomo_core::protocol::{EventEnvelope, Op};
+use tomo_protocol::{EventEnvelope, Op};
 
 use hub::Hub;
 

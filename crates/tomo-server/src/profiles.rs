@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use tomo_core::profile::load_profile;
+use tomo_config::profile::load_profile;
 
 /// One switchable character.
 #[derive(Debug, Clone, Serialize)]

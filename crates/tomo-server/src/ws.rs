@@ -10,7 +10,7 @@ use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::mpsc;
-use tomo_core::protocol::Op;
+use tomo_protocol::Op;
 
 use crate::hub::{Subscription, control};
 use crate::{AppState, auth, profiles};

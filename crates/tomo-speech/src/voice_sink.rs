@@ -15,9 +15,9 @@ use futures::future::BoxFuture;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tomo_audio::Audio;
 use tomo_audio::output::{AudioOutput, Clip};
-use tomo_core::profile::Profile;
-use tomo_core::protocol::{Action, Event, Sentence, TurnId};
+use tomo_config::profile::Profile;
 use tomo_core::sink::{OutputSink, SinkError, SinkEvents};
+use tomo_protocol::{Action, Event, Sentence, TurnId};
 
 use crate::tts::TextToSpeech;
 
@@ -289,7 +289,7 @@ fn play(
     if let Err(error) = output.play(clip) {
         tracing::error!(%error, "cannot play a sentence");
         shared.emit(Event::Error {
-            code: tomo_core::protocol::ErrorCode::Output,
+            code: tomo_protocol::ErrorCode::Output,
             message: error.to_string(),
             recoverable: true,
         });

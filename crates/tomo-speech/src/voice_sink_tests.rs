@@ -9,8 +9,8 @@ use futures::future::BoxFuture;
 use tokio::sync::{mpsc, watch};
 use tomo_audio::Audio;
 use tomo_audio::output::{AudioOutput, Clip, OutputError};
-use tomo_core::protocol::{Event, Sentence};
 use tomo_core::sink::{OutputSink, SinkError, SinkEvents};
+use tomo_protocol::{Event, Sentence};
 
 use super::{VoiceSink, envelope};
 use crate::tts::{TextToSpeech, TtsError};
@@ -259,12 +259,12 @@ impl TextToSpeech for NamedTts {
     }
 }
 
-fn profile_with_voice(voice: &str) -> tomo_core::profile::Profile {
+fn profile_with_voice(voice: &str) -> tomo_config::profile::Profile {
     let text = format!(
         "[character]\nname = \"T\"\nagent_id = \"t\"\npersona = \"p\"\n\
          [llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\n[tts]\nvoice = \"{voice}\"\n"
     );
-    tomo_core::profile::parse_profile(&text, std::path::Path::new("t.toml"))
+    tomo_config::profile::parse_profile(&text, std::path::Path::new("t.toml"))
         .unwrap()
         .profile
 }

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use tomo_audio::RodioOutput;
+use tomo_config::profile::parse_profile;
 use tomo_core::hooks::{Hook, HookContext, HookError, TurnRecord};
-use tomo_core::profile::parse_profile;
-use tomo_core::protocol::{Event, Op, SessionState};
 use tomo_core::session::{Environment, LlmOverrides, start_session};
+use tomo_protocol::{Event, Op, SessionState};
 use tomo_speech::models::{ModelStatus, ModelStore};
 use tomo_speech::tts;
 use tomo_speech::voice_sink::VoiceSink;

@@ -12,11 +12,11 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tomo_config::manifest::ToolLimits;
 use tomo_core::plugins::builtin::{PluginError, PluginParts, parse_config};
 use tomo_core::plugins::host::{FactoryContext, PluginFactory};
-use tomo_core::plugins::manifest::ToolLimits;
 use tomo_core::plugins::sensor::{Sensor, SensorCommand, SensorOutput};
-use tomo_core::protocol::{Observation, Region, SensorState, SensorTarget};
+use tomo_protocol::{Observation, Region, SensorState, SensorTarget};
 
 use crate::ocr::OcrModels;
 use crate::watcher::{ScreenWatcher, WatchConfig, WatchHandle, WatchOutput, WatchStatus};

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::desktop::{close_window, ocr_desktop, open_window, render};
-use tomo_core::profile::load_profile;
-use tomo_core::protocol::{Event, Op, SensorState};
+use tomo_config::profile::load_profile;
 use tomo_core::session::{Environment, LlmOverrides, start_session};
 use tomo_core::sink::TextSink;
+use tomo_protocol::{Event, Op, SensorState};
 use tomo_testkit::{ScriptedServer, script};
 use tomo_vision::ScreenWatchFactory;
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::llm::{ChatMessage, LlmClient, LlmError};
-use crate::protocol::{ToolCallEvent, TurnEnd};
 use crate::tools::{ToolContext, ToolRegistry};
+use tomo_protocol::{ToolCallEvent, TurnEnd};
 
 /// Limits of the loop.
 #[derive(Debug, Clone)]

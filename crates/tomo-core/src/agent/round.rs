@@ -12,8 +12,8 @@ use crate::llm::{
     AssembledCall, ChatMessage, FunctionCall, LlmClient, LlmError, LlmEvent, LlmStream,
     ToolCallAssembler, ToolDefinition, WireToolCall,
 };
-use crate::protocol::{ToolCallEvent, ToolStatus};
 use crate::tools::{ToolContext, ToolError, ToolRegistry};
+use tomo_protocol::{ToolCallEvent, ToolStatus};
 
 pub(super) struct StreamedRound {
     pub text: String,

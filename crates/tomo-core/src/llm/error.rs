@@ -1,6 +1,6 @@
 //! Errors talking to the LLM server.
 
-use crate::protocol::ErrorCode;
+use tomo_protocol::ErrorCode;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LlmError {

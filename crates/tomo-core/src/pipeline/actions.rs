@@ -12,7 +12,7 @@
 //! and only actions (the TTS filter turns that into `tts_text: None`, so it is shown but never spoken).
 
 use super::{PipelineItem, SentenceDraft, Stage};
-use crate::protocol::Action;
+use tomo_protocol::Action;
 
 /// Longest bracket content considered as a tag; longer bracket text is certainly prose.
 const MAX_TAG_LEN: usize = 48;
@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn pending_tags_wait_across_tool_calls_and_flush_at_finish() {
-        let marker = PipelineItem::Sentence(crate::protocol::Sentence {
+        let marker = PipelineItem::Sentence(tomo_protocol::Sentence {
             index: 7,
             display_text: "x".into(),
             tts_text: None,

@@ -162,7 +162,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::protocol::Action;
+    use tomo_protocol::Action;
 
     fn draft(text: &str) -> PipelineItem {
         PipelineItem::Draft(SentenceDraft::new(text))

@@ -2,8 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use crate::protocol::{ToolCallEvent, ToolStatus};
 use proptest::prelude::*;
+use tomo_protocol::{ToolCallEvent, ToolStatus};
 
 /// Feeds `chunks` as deltas and returns the raw text of every draft, finish included.
 fn divide_chunks(chunks: &[&str], fast: bool) -> Vec<String> {

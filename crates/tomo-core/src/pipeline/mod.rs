@@ -13,7 +13,7 @@ pub mod display;
 pub mod divider;
 pub mod tts_filter;
 
-use crate::protocol::{Action, Sentence, ToolCallEvent};
+use tomo_protocol::{Action, Sentence, ToolCallEvent};
 
 pub use actions::ActionExtractor;
 pub use display::DisplayProcessor;

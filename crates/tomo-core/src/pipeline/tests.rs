@@ -2,8 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use crate::protocol::ToolStatus;
 use proptest::prelude::*;
+use tomo_protocol::ToolStatus;
 
 fn settings(fast: bool, show_think: bool) -> PipelineSettings {
     PipelineSettings {

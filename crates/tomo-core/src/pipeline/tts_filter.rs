@@ -9,7 +9,7 @@
 //! be displayed, but there is nothing to speak (never `Some("")`).
 
 use super::{PipelineItem, Stage};
-use crate::protocol::Sentence;
+use tomo_protocol::Sentence;
 
 /// Longest `<…>` treated as a tag; anything longer is more likely a comparison in prose.
 const MAX_TAG_LEN: usize = 200;

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::pipeline::SentenceDraft;
-use crate::protocol::{Action, ToolCallEvent, ToolStatus};
+use tomo_protocol::{Action, ToolCallEvent, ToolStatus};
 
 fn say(text: &str) -> Option<String> {
     speakable(text)

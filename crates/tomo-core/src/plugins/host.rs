@@ -9,12 +9,12 @@ use futures::future::BoxFuture;
 use crate::hooks::Hook;
 use crate::llm::LlmClient;
 use crate::plugins::builtin::{PluginError, PluginParts, instantiate_builtin};
-use crate::plugins::manifest::{PluginManifest, ToolLimits, discover_plugins, effective_config};
 use crate::plugins::mcp::connect_mcp;
 use crate::plugins::scheduler::Scheduler;
 use crate::plugins::sensor::Sensor;
-use crate::profile::Profile;
 use crate::tools::ToolRegistry;
+use tomo_config::manifest::{PluginManifest, ToolLimits, discover_plugins, effective_config};
+use tomo_config::profile::Profile;
 
 /// What a plugin factory knows about the character it builds a plugin for.
 #[derive(Debug, Clone)]

@@ -21,8 +21,8 @@ use tokio::process::ChildStderr;
 use tokio::sync::watch;
 
 use super::builtin::{PluginError, limited_spec, positive_secs};
-use super::manifest::{McpServerConfig, ToolLimits};
 use crate::tools::{Tool, ToolContext, ToolError, ToolSpec};
+use tomo_config::manifest::{McpServerConfig, ToolLimits};
 
 /// How many trailing stderr lines are kept for error messages.
 const STDERR_TAIL_LINES: usize = 20;

@@ -3,7 +3,6 @@
 
 pub mod builtin;
 pub mod host;
-pub mod manifest;
 pub mod mcp;
 pub mod scheduler;
 pub mod sensor;

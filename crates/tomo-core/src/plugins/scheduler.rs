@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::Event;
+use tomo_protocol::Event;
 
 /// Wall-clock time, injectable so tests can script it.
 pub trait Clock: Send + Sync {

@@ -20,7 +20,7 @@ use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{Observation, SensorState, SensorTarget};
+use tomo_protocol::{Observation, SensorState, SensorTarget};
 
 /// What the session (the user, through `set_sensor`) asks a sensor to do.
 #[derive(Debug, Clone, PartialEq, Eq)]

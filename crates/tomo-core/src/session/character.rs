@@ -13,10 +13,10 @@ use crate::pipeline::PipelineSettings;
 use crate::plugins::host::{self, FactoryContext, PluginFactory, PluginProblem};
 use crate::plugins::scheduler::Scheduler;
 use crate::plugins::sensor::Sensor;
-use crate::profile::Profile;
 use crate::session::compress::Compressor;
 use crate::session::prompt;
 use crate::tools::ToolRegistry;
+use tomo_config::profile::Profile;
 
 /// Endpoint settings that win over the profile's (from CLI flags or `TOMO_LLM_*` variables).
 #[derive(Clone, Default)]

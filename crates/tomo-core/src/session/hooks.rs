@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::future::{BoxFuture, join_all};
 
 use crate::hooks::{Hook, HookContext, HookError, TurnRecord};
-use crate::protocol::HookStage;
+use tomo_protocol::HookStage;
 
 /// A hook that failed or timed out.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::protocol::{Event, LatencyOrigin, TurnId};
+use tomo_protocol::{Event, LatencyOrigin, TurnId};
 
 #[derive(Debug)]
 pub(crate) struct LatencyTracker {
@@ -96,7 +96,7 @@ impl LatencyTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Sentence;
+    use tomo_protocol::Sentence;
 
     #[test]
     fn milestones_are_reported_once_in_order() {

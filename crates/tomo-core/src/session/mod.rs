@@ -29,12 +29,12 @@ pub use hooks::HookFailure;
 use crate::plugins::host::PluginProblem;
 use crate::plugins::scheduler::{ProactiveRequest, SchedulerRequest};
 use crate::plugins::sensor::{SensorCommand, SensorOutput};
-use crate::profile::{Profile, load_profile};
-use crate::protocol::{ErrorCode, Event, EventEnvelope, Observation, Op, SessionState, TurnId};
 use crate::sink::{OutputSink, SinkEvents};
 use crate::state::StateMachine;
 use latency::LatencyTracker;
 use plugin_tasks::{PluginMsg, PluginTasks};
+use tomo_config::profile::{Profile, load_profile};
+use tomo_protocol::{ErrorCode, Event, EventEnvelope, Observation, Op, SessionState, TurnId};
 use turn::{TurnInput, TurnMsg};
 
 /// Sends ops to a running session.
@@ -255,7 +255,7 @@ impl Coordinator {
         if skipped > 0 {
             let lines = if skipped == 1 { "line" } else { "lines" };
             self.emit(Event::Notice {
-                level: crate::protocol::NoticeLevel::Warning,
+                level: tomo_protocol::NoticeLevel::Warning,
                 message: format!(
                     "{skipped} unreadable {lines} in {}'s history (an interrupted write) skipped; the rest of the conversation is kept",
                     self.character.name()

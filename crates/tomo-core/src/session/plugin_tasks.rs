@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::character::Character;
 use crate::plugins::scheduler::{SchedulerContext, SchedulerRequest, scheduler_sees};
 use crate::plugins::sensor::{SensorCommand, SensorOutput};
-use crate::protocol::Event;
+use tomo_protocol::Event;
 
 /// How long a cancelled plugin task may take to wrap up before it is aborted.
 const STOP_GRACE: Duration = Duration::from_secs(2);

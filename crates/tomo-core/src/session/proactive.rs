@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::protocol::{Observation, ProactiveSkip, SessionState};
+use tomo_protocol::{Observation, ProactiveSkip, SessionState};
 
 /// How many recent observations are kept for the next proactive turn.
 pub(crate) const KEPT_OBSERVATIONS: usize = 6;

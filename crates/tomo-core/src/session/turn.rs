@@ -16,9 +16,9 @@ use crate::history::HistoryRecord;
 use crate::hooks::{HookContext, TurnRecord};
 use crate::llm::ChatMessage;
 use crate::pipeline::{Pipeline, PipelineItem};
-use crate::protocol::{ErrorCode, Event, HookStage, TurnId};
 use crate::sink::{OutputSink, SinkError};
 use crate::tools::ToolContext;
+use tomo_protocol::{ErrorCode, Event, HookStage, TurnId};
 
 /// What a turn task tells the coordinator.
 #[derive(Debug)]

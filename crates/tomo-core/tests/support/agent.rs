@@ -8,8 +8,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tomo_core::agent::{AgentConfig, AgentError, TurnItem, TurnOutcome, run_turn};
 use tomo_core::llm::{ChatMessage, LlmClient, LlmEndpoint};
-use tomo_core::protocol::ToolStatus;
 use tomo_core::tools::{ToolContext, ToolRegistry, ToolSpec};
+use tomo_protocol::ToolStatus;
 use tomo_testkit::ScriptedServer;
 
 use super::FnTool;

@@ -7,15 +7,15 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tomo_config::manifest::ToolLimits;
 use tomo_core::plugins::builtin::{PluginError, PluginParts};
 use tomo_core::plugins::host::{FactoryContext, PluginFactory};
-use tomo_core::plugins::manifest::ToolLimits;
 use tomo_core::plugins::scheduler::{
     Clock, ProactiveRequest, Scheduler, SchedulerContext, SchedulerRequest,
 };
 use tomo_core::plugins::sensor::{Sensor, SensorCommand, SensorOutput};
-use tomo_core::protocol::{Event, Observation, SensorState};
 use tomo_core::session::Environment;
+use tomo_protocol::{Event, Observation, SensorState};
 
 use super::session::environment;
 

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
+use tomo_config::profile::load_profile;
 use tomo_core::hooks::{Hook, HookContext, HookError, TurnRecord};
-use tomo_core::profile::load_profile;
-use tomo_core::protocol::{Event, EventEnvelope, Sentence, TurnId};
 use tomo_core::session::{Environment, LlmOverrides, SessionHandle, start_session};
 use tomo_core::sink::{OutputSink, SinkError};
+use tomo_protocol::{Event, EventEnvelope, Sentence, TurnId};
 
 pub fn write_profile(
     dir: &Path,
@@ -86,7 +86,7 @@ pub fn is_idle(event: &Event) -> bool {
     matches!(
         event,
         Event::StateChanged {
-            to: tomo_core::protocol::SessionState::Idle,
+            to: tomo_protocol::SessionState::Idle,
             ..
         }
     )
@@ -235,7 +235,7 @@ impl Hook for RecordingHook {
 /// Sends one user message.
 pub async fn say(session: &SessionHandle, text: &str) {
     session
-        .send(tomo_core::protocol::Op::UserText {
+        .send(tomo_protocol::Op::UserText {
             text: text.to_owned(),
         })
         .await

@@ -10,11 +10,11 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-use tomo_core::profile::load_profile;
-use tomo_core::protocol::{Event, EventEnvelope, Op, SessionState};
+use tomo_config::profile::load_profile;
 use tomo_core::session::{Environment, LlmOverrides, SessionHandle, start_session};
 use tomo_core::sink::TextSink;
 use tomo_memory::MemoryPluginFactory;
+use tomo_protocol::{Event, EventEnvelope, Op, SessionState};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

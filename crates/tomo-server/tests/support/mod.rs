@@ -13,7 +13,7 @@ use tempfile::TempDir;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
-use tomo_core::profile::load_profile;
+use tomo_config::profile::load_profile;
 use tomo_core::session::{Environment, LlmOverrides, SessionHandle, start_session};
 use tomo_core::sink::TextSink;
 use tomo_server::{Server, ServerConfig};

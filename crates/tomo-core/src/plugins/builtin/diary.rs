@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::{PluginError, PluginParts, limited_spec, parse_config};
 use crate::hooks::{Hook, HookContext, HookError};
-use crate::plugins::manifest::ToolLimits;
 use crate::tools::{Tool, ToolContext, ToolError, ToolSpec};
+use tomo_config::manifest::ToolLimits;
 
 const PLUGIN: &str = "diary";
 const FILE_NAME: &str = "diary.jsonl";

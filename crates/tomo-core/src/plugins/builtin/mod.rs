@@ -15,10 +15,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::hooks::Hook;
-use crate::plugins::manifest::ToolLimits;
 use crate::plugins::scheduler::{Scheduler, SystemClock};
 use crate::plugins::sensor::Sensor;
 use crate::tools::{Tool, ToolSpec};
+use tomo_config::manifest::ToolLimits;
 
 pub use diary::{DiaryConfig, DiaryEntry};
 pub use time::TimeConfig;

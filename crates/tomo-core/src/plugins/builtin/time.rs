@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{PluginError, PluginParts, limited_spec, parse_config};
-use crate::plugins::manifest::ToolLimits;
 use crate::tools::{Tool, ToolContext, ToolError, ToolSpec};
+use tomo_config::manifest::ToolLimits;
 
 const PLUGIN: &str = "time";
 const MIN_OFFSET_HOURS: f64 = -12.0;

@@ -16,8 +16,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{PluginError, PluginParts, limited_spec, parse_config, positive_secs};
-use crate::plugins::manifest::ToolLimits;
 use crate::tools::{Tool, ToolContext, ToolError, ToolSpec};
+use tomo_config::manifest::ToolLimits;
 
 const PLUGIN: &str = "web_fetch";
 const MAX_REDIRECTS: usize = 5;

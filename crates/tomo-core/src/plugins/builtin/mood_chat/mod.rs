@@ -25,8 +25,8 @@ use serde::Deserialize;
 
 use super::{PluginError, PluginParts, parse_config, positive_secs};
 use crate::plugins::host::{FactoryContext, PluginFactory};
-use crate::plugins::manifest::ToolLimits;
 use crate::plugins::scheduler::Clock;
+use tomo_config::manifest::ToolLimits;
 
 pub use mood::{Mood, MoodError};
 pub use scheduler::MoodChat;

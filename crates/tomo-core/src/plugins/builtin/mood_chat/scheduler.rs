@@ -13,7 +13,7 @@ use super::mood::Mood;
 use crate::plugins::scheduler::{
     Clock, ProactiveRequest, Scheduler, SchedulerContext, SchedulerRequest,
 };
-use crate::protocol::{Action, Event};
+use tomo_protocol::{Action, Event};
 
 /// Longest piece of observed text quoted in a reason.
 const REASON_SNIPPET_CHARS: usize = 80;

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::plugins::scheduler::{Scheduler, SchedulerContext, SchedulerRequest};
-use crate::protocol::{Action, Event, Observation, Sentence};
+use tomo_protocol::{Action, Event, Observation, Sentence};
 
 /// A wall clock the test moves by hand.
 struct ScriptedClock(AtomicI64);
@@ -174,8 +174,8 @@ async fn activity_restarts_the_wait_and_observations_shorten_it() {
         assert!(proactive_over(&mut h, 30).await.is_empty());
         h.events
             .send(Event::StateChanged {
-                from: crate::protocol::SessionState::Idle,
-                to: crate::protocol::SessionState::Thinking,
+                from: tomo_protocol::SessionState::Idle,
+                to: tomo_protocol::SessionState::Thinking,
             })
             .unwrap();
     }

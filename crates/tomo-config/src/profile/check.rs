@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::diagnostic::{self, Diagnostic, Severity, Target, did_you_mean};
-use crate::plugins::manifest::{PluginManifest, discover_plugins, merge_config};
+use crate::manifest::{PluginManifest, discover_plugins, merge_config};
 
 use super::load::{analyze, is_valid_id};
 

@@ -70,13 +70,7 @@ fn shipped_manifests_load() {
 
     let mood = &manifests[2];
     assert_eq!(mood.kind, PluginKind::Scheduler);
-    // The shipped defaults are the typed config's defaults (one source of truth for both).
-    let parsed = crate::plugins::builtin::instantiate_builtin(
-        "mood_chat",
-        &mood.config,
-        &ToolLimits::default(),
-    );
-    assert!(matches!(parsed, Some(Ok(_))), "{parsed:?}");
+    // That the shipped defaults parse as the typed config is checked beside mood_chat (tomo-plugins).
     assert_eq!(manifests[3].kind, PluginKind::Sensor);
 
     let time = &manifests[4];
