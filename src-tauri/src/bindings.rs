@@ -21,6 +21,10 @@ pub fn builder() -> Builder<tauri::Wry> {
             commands::quit,
         ])
         .events(collect_events![SessionEvent, PetModeChanged])
+        // Not sent over IPC, but part of the protocol the UI speaks to `tomo serve`: the bindings are its
+        // only TypeScript definition.
+        .typ::<tomo_protocol::ServerFrame>()
+        .typ::<tomo_protocol::Op>()
         // `seq` and turn ids are u64; they stay far below 2^53 (one per event of one session).
         .dangerously_cast_bigints_to_number()
 }

@@ -9,8 +9,7 @@ use crate::pet::{self, HitRegion};
 use crate::replay::EventsSince;
 use crate::state::AppState;
 
-/// Sends an op to the session. `shutdown` is refused (that is `quit`), and `switch_profile` only loads
-/// from the profiles directory, like `tomo serve`.
+/// Sends an op to the session, checked by [`checked_op`] (`shutdown` is `quit`).
 #[tauri::command]
 #[specta::specta]
 pub async fn send_op(state: State<'_, AppState>, op: Op) -> Result<(), String> {
@@ -21,20 +20,10 @@ pub async fn send_op(state: State<'_, AppState>, op: Op) -> Result<(), String> {
         .map_err(|_| "the session has ended".to_owned())
 }
 
-/// What the UI and the tray may send: no `shutdown`, profiles only from the profiles directory (resolved
-/// to an absolute path there).
+/// What the UI and the tray may send: `tomo serve`'s client policy (no `shutdown`, profiles only from
+/// the profiles directory, resolved to an absolute path there).
 pub fn checked_op(state: &AppState, op: Op) -> Result<Op, String> {
-    match op {
-        Op::Shutdown => Err("shutdown is not an op the UI may send; use quit".into()),
-        Op::SwitchProfile { path } => {
-            let resolved = tomo_server::profiles::resolve(Some(&state.profiles_dir), &path)
-                .map_err(|e| e.to_string())?;
-            Ok(Op::SwitchProfile {
-                path: resolved.display().to_string(),
-            })
-        }
-        op => Ok(op),
-    }
+    state.policy.check(op).map_err(|e| e.to_string())
 }
 
 /// Every kept session event after `last_seq` (0: from the start): what a reloaded webview missed.

@@ -44,10 +44,10 @@ impl DesktopConfig {
             path: path.clone(),
             source,
         };
-        tomo_core::private_files::create_private_dir_all(dir).map_err(write)?;
+        tomo_plugin_api::private_files::create_private_dir_all(dir).map_err(write)?;
         let text =
             serde_json::to_string_pretty(self).map_err(|e| write(std::io::Error::other(e)))?;
-        tomo_core::private_files::write_private_atomic(&path, text.as_bytes()).map_err(write)
+        tomo_plugin_api::private_files::write_private_atomic(&path, text.as_bytes()).map_err(write)
     }
 }
 

@@ -1,13 +1,12 @@
 //! Session events kept for a webview that reloads: it asks for everything after the last `seq` it applied.
-//! Same contract as `tomo serve`'s replay buffer (tomo-server's `hub.rs`), minus the per-client queues a
-//! single in-process webview does not need: live events go out as Tauri events, this only answers
-//! "what did I miss".
+//! The ring and its contract are `tomo serve`'s ([`tomo_server::ReplayRing`]); live events go out as Tauri
+//! events, this only answers "what did I miss".
 
-use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use tomo_protocol::EventEnvelope;
+use tomo_server::ReplayRing;
 
 /// What `events_since` answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
@@ -23,59 +22,36 @@ pub struct EventsSince {
 
 #[derive(Debug)]
 pub struct Replay {
-    capacity: usize,
-    inner: Mutex<Inner>,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    ring: VecDeque<EventEnvelope>,
-    latest_seq: u64,
+    ring: Mutex<ReplayRing<EventEnvelope>>,
 }
 
 impl Replay {
-    pub fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
-            capacity: capacity.max(1),
-            inner: Mutex::default(),
+            ring: Mutex::new(ReplayRing::new(capacity, max_bytes)),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    fn lock(&self) -> MutexGuard<'_, ReplayRing<EventEnvelope>> {
         // Nothing half-updated under this lock can matter more than keeping the app alive.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.ring.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub fn push(&self, envelope: &EventEnvelope) {
-        let mut inner = self.lock();
-        inner.latest_seq = envelope.seq;
-        inner.ring.push_back(envelope.clone());
-        while inner.ring.len() > self.capacity {
-            inner.ring.pop_front();
-        }
+        // The size it takes on the wire to the webview, which is what the byte bound is about.
+        let size = serde_json::to_string(envelope).map_or(0, |json| json.len());
+        self.lock().push(envelope.seq, size, envelope.clone());
     }
 
     /// Events after `last_seq`. A `last_seq` newer than anything emitted (a webview that outlived an
     /// earlier backend) gets the whole buffer, like a new client.
     pub fn since(&self, last_seq: u64) -> EventsSince {
-        let inner = self.lock();
-        let after = if last_seq > inner.latest_seq {
-            0
-        } else {
-            last_seq
-        };
-        let oldest = inner.ring.front().map_or(inner.latest_seq + 1, |e| e.seq);
-        let (missed_from, missed_to) = if after + 1 < oldest {
-            (Some(after + 1), Some(oldest - 1))
-        } else {
-            (None, None)
-        };
-        let start = inner.ring.partition_point(|e| e.seq <= after);
+        let replay = self.lock().since(last_seq);
         EventsSince {
-            events: inner.ring.range(start..).cloned().collect(),
-            missed_from,
-            missed_to,
-            latest_seq: inner.latest_seq,
+            events: replay.items,
+            missed_from: replay.gap.map(|(from, _)| from),
+            missed_to: replay.gap.map(|(_, to)| to),
+            latest_seq: replay.latest_seq,
         }
     }
 }
@@ -101,7 +77,7 @@ mod tests {
 
     #[test]
     fn replays_after_last_seq_and_reports_evicted_events() {
-        let replay = Replay::new(3);
+        let replay = Replay::new(3, 1 << 20);
         for seq in 1..=6 {
             replay.push(&envelope(seq));
         }
@@ -116,7 +92,7 @@ mod tests {
 
     #[test]
     fn a_seq_from_the_future_gets_everything() {
-        let replay = Replay::new(10);
+        let replay = Replay::new(10, 1 << 20);
         replay.push(&envelope(1));
         replay.push(&envelope(2));
         assert_eq!(seqs(&replay.since(99)), vec![1, 2]);

@@ -3,7 +3,7 @@
 // Every session event carries a strictly increasing `seq`. We remember the last one applied and reconnect with
 // `?last_seq=N`; the server replays what we missed. Replays can overlap what we already applied (e.g. frames
 // in flight when the socket dropped), so events are applied only when their seq is new: each exactly once.
-import { parseFrame, type ControlFrame, type EventEnvelope, type Op } from './protocol';
+import { parseFrame, type ControlFrame, type EventEnvelope, type Op } from './wire';
 
 export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting' | 'closed';
 

@@ -1,6 +1,6 @@
 // Readable notices for the frames `tomo serve` sends outside the event stream (no `seq`; see the tomo-server
-// crate docs). They used to be shown as raw "Server: <type>: <json>", which for a refused op read like a crash.
-import type { ControlFrame } from './protocol';
+// crate docs; the types are tomo_protocol::ServerFrame in the bindings). They used to be shown as raw "Server: <type>: <json>", which for a refused op read like a crash.
+import type { ControlFrame } from './wire';
 
 export interface ControlNotice {
   level: 'error' | 'warning';
@@ -24,7 +24,8 @@ export function controlNotice(frame: ControlFrame): ControlNotice {
     case 'session_reset':
       return { level: 'warning', text: 'The server restarted: this is a new session.' };
     default: {
-      const msg = typeof frame.message === 'string' ? frame.message : JSON.stringify(frame);
+      const message = 'message' in frame ? frame.message : undefined;
+      const msg = typeof message === 'string' ? message : JSON.stringify(frame);
       return { level: 'warning', text: `Server: ${frame.type.replace(/_/g, ' ')}: ${msg}` };
     }
   }

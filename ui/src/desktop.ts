@@ -3,22 +3,20 @@
 import { getCurrentWindow } from '@tauri-apps/api/window';
 import { commands, events } from './bindings';
 import type { TauriIpc } from './tauri';
-import type { EventEnvelope, Op } from './protocol';
+import type { Op } from './wire';
 import type { ProfileInfo } from './profiles';
 import { parseProfiles } from './profiles';
 
-/** The generated bindings as the transport's backend. Their types mirror protocol.ts (both come from
- * tomo-core's protocol), so the casts only bridge two names for one shape. */
+/** The generated bindings as the transport's backend. */
 export const bindingsIpc: TauriIpc = {
   async listen(onEvent) {
-    return events.sessionEvent.listen((e) => onEvent(e.payload as unknown as EventEnvelope));
+    return events.sessionEvent.listen((e) => onEvent(e.payload));
   },
   async eventsSince(lastSeq) {
-    const r = await commands.eventsSince(lastSeq);
-    return r as unknown as Awaited<ReturnType<TauriIpc['eventsSince']>>;
+    return commands.eventsSince(lastSeq);
   },
   async sendOp(op: Op) {
-    const r = await commands.sendOp(op as never);
+    const r = await commands.sendOp(op);
     return r.status === 'ok' ? null : String(r.error);
   },
 };

@@ -6,7 +6,7 @@
 // (its synthesis failed, the device died) must not lose its emotion: when playback drains, the newest such
 // sentence's emotion is applied, so the face ends where the text did.
 import { resolveEmotion, type CharacterCue, type ModelCapabilities } from './emotion';
-import type { Action, EventEnvelope } from './protocol';
+import type { Action, EventEnvelope } from './wire';
 
 export type CharacterCommand =
   | CharacterCue
@@ -44,7 +44,8 @@ export class Director {
         this.unvoiced.delete(ev.sentence_index);
         return [
           ...(own.length > 0 ? own : skipped),
-          { kind: 'lipsync', envelope: ev.envelope, frameMs: ev.frame_ms, durationMs: ev.duration_ms },
+          // A frame the backend could not measure (NaN goes over JSON as null) is silent.
+          { kind: 'lipsync', envelope: ev.envelope.map((v) => v ?? 0), frameMs: ev.frame_ms, durationMs: ev.duration_ms },
         ];
       }
       case 'turn_aborted':

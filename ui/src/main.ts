@@ -7,7 +7,7 @@ import { controlNotice } from './control';
 import { Director } from './director';
 import { Character, cubism4Version } from './live2d';
 import { fetchProfiles, findByCharacter, modelUrl, type ProfileInfo } from './profiles';
-import type { EventEnvelope } from './protocol';
+import type { EventEnvelope } from './wire';
 import { loadSettings, saveSettings, setLlmOp } from './settings';
 import { dismissNotice, initialState, pushNotice, reduce, type UiState } from './state';
 import { Ui } from './ui';

@@ -1,6 +1,6 @@
 // The UI's view state as a pure reducer over session events: subtitles, transcript, tool chips, latency
 // and notices. No DOM here, so the same event sequence always gives the same state (unit-tested).
-import type { EventEnvelope, LatencyOrigin, SensorState, SensorTarget, SessionState, ToolStatus } from './protocol';
+import type { EventEnvelope, LatencyOrigin, PluginState, SensorState, SensorTarget, SessionState, ToolStatus } from './wire';
 import { cleanStreaming, consumeSentence } from './subtitles';
 
 export interface ChatMessage {
@@ -67,8 +67,8 @@ export interface UiState {
   doNotDisturb: boolean;
   /** The microphone listens only while the talk button is held. */
   pushToTalk: boolean;
-  /** The character's mood 0-100, when a mood plugin reports it. */
-  mood: number | null;
+  /** What the character's plugins report about themselves (mood_chat: the mood), by plugin id. */
+  plugins: Record<string, PluginState>;
   /** The last thing a sensor noticed (shown next to the indicator). */
   lastObservation: string | null;
   /** Turns the character started on its own (their user line is the reason, shown differently). */
@@ -97,7 +97,7 @@ export function initialState(): UiState {
     micMuted: false,
     doNotDisturb: false,
     pushToTalk: false,
-    mood: null,
+    plugins: {},
     lastObservation: null,
     proactiveTurns: [],
   };
@@ -174,9 +174,9 @@ function updateAssistant(s: UiState, turnId: number, f: (m: ChatMessage) => Chat
 export function reduce(s: UiState, ev: EventEnvelope): UiState {
   switch (ev.type) {
     case 'session_ready':
-      // A new character: its own sensors and mood report themselves afresh.
+      // A new character: its own sensors and plugins report themselves afresh.
       return pushMessage(
-        { ...s, character: ev.character, agentId: ev.agent_id, tools: ev.tools, sensors: [], sensorTargets: [], mood: null, lastObservation: null },
+        { ...s, character: ev.character, agentId: ev.agent_id, tools: ev.tools, sensors: [], sensorTargets: [], plugins: {}, lastObservation: null },
         { role: 'system', text: `${ev.character} is here.` },
       );
     case 'state_changed':
@@ -198,10 +198,10 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
         latency: {
           turnId: ev.turn_id,
           origin: ev.origin,
-          asrDoneMs: ev.asr_done_ms,
-          firstTokenMs: ev.first_token_ms,
-          firstSentenceMs: ev.first_sentence_ms,
-          firstAudioMs: ev.first_audio_ms,
+          asrDoneMs: ev.asr_done_ms ?? null,
+          firstTokenMs: ev.first_token_ms ?? null,
+          firstSentenceMs: ev.first_sentence_ms ?? null,
+          firstAudioMs: ev.first_audio_ms ?? null,
         },
       };
     case 'text_delta':
@@ -227,7 +227,7 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
         toolId: c.tool_id,
         name: c.tool_name,
         status: c.status,
-        result: c.result,
+        result: c.result ?? undefined,
         turnId: ev.turn_id,
       };
       const idx = s.chips.findIndex((x) => x.toolId === c.tool_id);
@@ -280,8 +280,8 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
       return { ...s, proactiveTurns: [...s.proactiveTurns, ev.turn_id].slice(-20) };
     case 'proactive_skipped':
       return s;
-    case 'mood_changed':
-      return { ...s, mood: ev.score };
+    case 'plugin_state':
+      return { ...s, plugins: { ...s.plugins, [ev.plugin]: ev.state } };
     case 'notice':
       // Devices and models: problems as notices, good news ("microphone back") in the transcript.
       return ev.level === 'info'

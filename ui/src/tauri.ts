@@ -5,17 +5,13 @@
 // buffer; overlaps between the two are duplicates the tracker drops.
 import type { ConnectionStatus, Transport } from './connection';
 import { SeqTracker } from './connection';
-import type { ControlFrame, EventEnvelope, Op } from './protocol';
+import type { EventsSince } from './bindings';
+import type { ControlFrame, EventEnvelope, Op } from './wire';
 
 /** What the transport needs from the backend (the generated bindings, or a fake in tests). */
 export interface TauriIpc {
   listen(onEvent: (ev: EventEnvelope) => void): Promise<() => void>;
-  eventsSince(lastSeq: number): Promise<{
-    events: EventEnvelope[];
-    missed_from: number | null;
-    missed_to: number | null;
-    latest_seq: number;
-  }>;
+  eventsSince(lastSeq: number): Promise<EventsSince>;
   /** Resolves to an error message, or null when the op was accepted. */
   sendOp(op: Op): Promise<string | null>;
 }

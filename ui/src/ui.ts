@@ -69,7 +69,9 @@ export class Ui {
   private readonly dndBtn = el('button', { type: 'button', 'data-testid': 'dnd', 'aria-pressed': 'false' }, 'Quiet: off');
   private readonly pttModeBtn = el('button', { type: 'button', 'data-testid': 'ptt-mode', 'aria-pressed': 'false' }, 'Push to talk: off');
   private readonly talkBtn = el('button', { type: 'button', 'data-testid': 'talk', hidden: '' }, 'Hold to talk');
-  private readonly moodBadge = el('span', { class: 'mood', 'data-testid': 'mood', hidden: '' });
+  /** What the character's plugins report (mood_chat: "mood 82"). */
+  private readonly pluginBadges = el('span', { class: 'plugin-states', 'data-testid': 'plugin-states' });
+  private renderedPlugins = '';
   private muted = false;
   private renderedTranscript = '';
   private watchedPlugin = 'screen_watch';
@@ -82,7 +84,7 @@ export class Ui {
     const interrupt = el('button', { type: 'button', class: 'danger', 'data-testid': 'interrupt' }, 'Stop');
     const send = el('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
     const form = el('form', { class: 'composer' }, this.input, send, interrupt);
-    this.toolbar = el('header', { class: 'bar' }, this.conn, this.stateBadge, this.watchBox, this.moodBadge,
+    this.toolbar = el('header', { class: 'bar' }, this.conn, this.stateBadge, this.watchBox, this.pluginBadges,
       this.profileSelect, this.micBtn, this.pttModeBtn, this.talkBtn, this.dndBtn, settingsBtn);
 
     root.append(
@@ -175,8 +177,19 @@ export class Ui {
     this.talkBtn.hidden = !s.pushToTalk;
     this.dndBtn.textContent = s.doNotDisturb ? 'Quiet: on' : 'Quiet: off';
     this.dndBtn.setAttribute('aria-pressed', String(s.doNotDisturb));
-    this.moodBadge.hidden = s.mood === null;
-    this.moodBadge.textContent = s.mood === null ? '' : `mood ${Math.round(s.mood)}`;
+    const plugins = JSON.stringify(s.plugins);
+    if (plugins !== this.renderedPlugins) {
+      this.renderedPlugins = plugins;
+      this.pluginBadges.replaceChildren(
+        ...Object.entries(s.plugins).map(([plugin, state]) =>
+          el(
+            'span',
+            { class: 'plugin-state', 'data-testid': `plugin-${plugin}`, title: state.reason ?? '' },
+            state.value == null ? state.label : `${state.label} ${Math.round(state.value)}`,
+          ),
+        ),
+      );
+    }
 
     // The transcript only grows or changes at its end; rebuild only when it changed at all.
     const key = JSON.stringify(s.transcript);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Connection, SeqTracker, backoffMs, socketUrl, type SocketLike } from '../src/connection';
-import type { EventEnvelope } from '../src/protocol';
-import { parseFrame } from '../src/protocol';
+import type { EventEnvelope } from '../src/wire';
+import { parseFrame } from '../src/wire';
 
 class FakeSocket implements SocketLike {
   readyState = 0;

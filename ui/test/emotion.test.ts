@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Director } from '../src/director';
 import { resolveEmotion } from '../src/emotion';
-import type { EventEnvelope } from '../src/protocol';
+import type { EventEnvelope } from '../src/wire';
 import { modelUrl, parseProfiles } from '../src/profiles';
 import { loadSettings, saveSettings, setLlmOp, validateBaseUrl, validateKeyEnv } from '../src/settings';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Event, EventEnvelope } from '../src/protocol';
+import type { Event, EventEnvelope } from '../src/wire';
 import { initialState, isWatching, reduce, subtitleText, type UiState } from '../src/state';
 import { cleanStreaming, consumeSentence } from '../src/subtitles';
 
@@ -117,9 +117,9 @@ describe('game companion and settings events', () => {
     s = reduce(s, { seq: 5, type: 'proactive', turn_id: 7, reason: 'new text on "My Game", mood 85' });
     s = reduce(s, { seq: 6, type: 'turn_started', turn_id: 7, user_text: '[proactive] new text on "My Game", mood 85' });
     expect(s.transcript[s.transcript.length - 1]).toMatchObject({ role: 'system', proactive: true, text: 'Kuma speaks up (new text on "My Game", mood 85)' });
-    s = reduce(s, { seq: 7, type: 'mood_changed', score: 62.4, reason: 'joy' });
+    s = reduce(s, { seq: 7, type: 'plugin_state', plugin: 'mood_chat', state: { label: 'mood', value: 62.4, reason: 'joy' } });
     s = reduce(s, { seq: 8, type: 'mode_changed', mic_muted: true, do_not_disturb: true, push_to_talk: true });
-    expect([s.mood, s.micMuted, s.doNotDisturb, s.pushToTalk]).toEqual([62.4, true, true, true]);
+    expect([s.plugins.mood_chat?.value, s.micMuted, s.doNotDisturb, s.pushToTalk]).toEqual([62.4, true, true, true]);
     s = reduce(s, { seq: 9, type: 'sensor_status', plugin: 'screen_watch', state: 'stopped' });
     expect(isWatching(s)).toBe(false);
     expect(s.lastObservation).toBeNull();
@@ -131,6 +131,6 @@ describe('game companion and settings events', () => {
     expect(s.transcript[s.transcript.length - 1]).toMatchObject({ role: 'system', text: 'microphone back: USB headset' });
     // A new character reports its own sensors and mood.
     s = reduce(s, { seq: 14, type: 'session_ready', character: 'Hana', agent_id: 'hana', tools: [] });
-    expect([s.sensors, s.mood]).toEqual([[], null]);
+    expect([s.sensors, s.plugins]).toEqual([[], {}]);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TauriConnection, type TauriIpc } from '../src/tauri';
-import type { EventEnvelope } from '../src/protocol';
+import type { EventEnvelope } from '../src/wire';
 
 const ev = (seq: number): EventEnvelope =>
   ({ seq, type: 'text_delta', turn_id: 1, delta: `d${seq}` }) as EventEnvelope;

@@ -52,7 +52,7 @@ impl DataDirLock {
             source,
         };
         let path = dir.join(LOCK_FILE);
-        let file = crate::private_files::open_private_append(&path).map_err(io)?;
+        let file = tomo_plugin_api::private_files::open_private_append(&path).map_err(io)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {

@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::data_lock::{DataDirLock, LockError};
-use crate::llm::ChatMessage;
-use crate::private_files;
+use tomo_llm::ChatMessage;
+use tomo_plugin_api::private_files;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -231,9 +231,9 @@ fn repair(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::llm::{FunctionCall, WireToolCall};
     use std::fs::OpenOptions;
     use std::io::Write;
+    use tomo_llm::{FunctionCall, WireToolCall};
 
     fn record(turn_id: u64, message: ChatMessage) -> HistoryRecord {
         HistoryRecord {

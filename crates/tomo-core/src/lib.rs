@@ -1,15 +1,12 @@
-//! Tomo's engine: protocol, session coordinator, agent loop, token pipeline, hooks, plugins, profiles,
-//! history. No audio, no UI, no Tauri: usable headless and from any front end.
+//! Tomo's engine: the session coordinator (one turn at a time, the user always wins), the token
+//! pipeline (sentences, actions, display and spoken text), the plugin host, and history. No audio, no
+//! UI, no HTTP, no plugin by name: the front end hands it a language-model connector and plugin
+//! factories (see `tomo-runtime`).
 
-pub mod agent;
 pub mod data_lock;
 pub mod history;
-pub mod hooks;
-pub mod llm;
 pub mod pipeline;
-pub mod plugins;
-pub mod private_files;
+pub mod plugin_host;
 pub mod session;
 pub mod sink;
 pub mod state;
-pub mod tools;

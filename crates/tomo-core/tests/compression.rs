@@ -151,9 +151,10 @@ async fn two_hundred_turns_stay_under_budget_and_the_summary_keeps_early_facts()
         plugins_dir: dir.path().join("no-plugins"),
         data_root: dir.path().to_path_buf(),
         llm: LlmOverrides::default(),
+        llm_connector: std::sync::Arc::new(tomo_openai::OpenAiConnector),
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),
-        plugin_factories: Vec::new(),
+        plugin_factories: tomo_plugins::builtin_factories(),
     };
     let (session, mut events) = start_session(profile, env, Arc::new(TextSink))
         .await

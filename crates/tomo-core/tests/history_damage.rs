@@ -9,9 +9,9 @@ use std::io::Write;
 use std::sync::Arc;
 
 use tomo_core::history::History;
-use tomo_core::llm::ChatMessage;
 use tomo_core::session::{character_dir, start_session};
 use tomo_core::sink::TextSink;
+use tomo_llm::ChatMessage;
 use tomo_protocol::{Event, NoticeLevel, Op};
 use tomo_testkit::{ScriptedServer, script};
 

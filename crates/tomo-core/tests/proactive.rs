@@ -10,15 +10,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tomo_core::plugins::builtin::PluginParts;
-use tomo_core::plugins::builtin::mood_chat::MoodChatFactory;
-use tomo_core::plugins::host::PluginFactory;
-use tomo_core::plugins::scheduler::Clock;
-use tomo_core::plugins::sensor::SensorCommand;
 use tomo_core::session::SessionHandle;
 use tomo_core::sink::TextSink;
+use tomo_plugin_api::PluginFactory;
+use tomo_plugin_api::PluginParts;
+use tomo_plugin_api::scheduler::Clock;
+use tomo_plugin_api::sensor::SensorCommand;
+use tomo_plugins::mood_chat::MoodChatFactory;
 use tomo_protocol::{
-    ErrorCode, Event, EventEnvelope, Op, ProactiveSkip, SensorState, SessionState,
+    ErrorCode, Event, EventEnvelope, Op, PluginState, ProactiveSkip, SensorState, SessionState,
 };
 use tomo_testkit::{ScriptedServer, script};
 
@@ -338,10 +338,8 @@ async fn mood_tags_change_the_score_are_not_shown_and_persist_across_restarts() 
         Arc::new(TextSink),
     )
     .await;
-    let seen = collect_until(&mut events, |e| matches!(e, Event::MoodChanged { .. })).await;
-    assert!(
-        matches!(&seen.last().unwrap().event, Event::MoodChanged { score, .. } if *score == 50.0)
-    );
+    let seen = collect_until(&mut events, |e| mood(e).is_some()).await;
+    assert!(mood(&seen.last().unwrap().event).is_some_and(|(score, _)| score == 50.0));
     send(
         &session,
         Op::UserText {
@@ -350,20 +348,13 @@ async fn mood_tags_change_the_score_are_not_shown_and_persist_across_restarts() 
     )
     .await;
     // `[joy]` is worth +2 (the manifest's emotion_deltas), then the tag adds 10.
-    let tagged =
-        |e: &Event| matches!(e, Event::MoodChanged { reason, .. } if reason.contains("mood:"));
+    let tagged = |e: &Event| mood(e).is_some_and(|(_, reason)| reason.contains("mood:"));
     // The scheduler reports the mood on its own task: before or after the session goes idle.
     let mut seen = collect_until(&mut events, is_idle).await;
     if !seen.iter().any(|e| tagged(&e.event)) {
         seen.extend(collect_until(&mut events, tagged).await);
     }
-    let moods: Vec<(f32, &str)> = seen
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::MoodChanged { score, reason } => Some((*score, reason.as_str())),
-            _ => None,
-        })
-        .collect();
+    let moods: Vec<(f32, &str)> = seen.iter().filter_map(|e| mood(&e.event)).collect();
     assert_eq!(moods, [(52.0, "emotion joy"), (62.0, "tag [mood:+10]")]);
     for e in &seen {
         if let Event::Sentence { sentence, .. } = &e.event {
@@ -386,9 +377,9 @@ async fn mood_tags_change_the_score_are_not_shown_and_persist_across_restarts() 
         Arc::new(TextSink),
     )
     .await;
-    let seen = collect_until(&mut events, |e| matches!(e, Event::MoodChanged { .. })).await;
+    let seen = collect_until(&mut events, |e| mood(e).is_some()).await;
     assert!(
-        matches!(&seen.last().unwrap().event, Event::MoodChanged { score, reason } if *score == 62.0 && reason == "loaded"),
+        mood(&seen.last().unwrap().event) == Some((62.0, "loaded")),
         "{seen:#?}"
     );
     session.send(Op::Shutdown).await.unwrap();
@@ -571,4 +562,20 @@ async fn screen_text_does_not_reach_an_llm_that_is_not_on_this_machine() {
     assert!(content(&user).starts_with("[proactive]"), "{user}");
     send(&session, Op::Shutdown).await;
     session.join().await;
+}
+
+/// The mood mood_chat reported, as (score, reason).
+fn mood(event: &Event) -> Option<(f32, &str)> {
+    match event {
+        Event::PluginState {
+            plugin,
+            state:
+                PluginState {
+                    label,
+                    value: Some(score),
+                    reason,
+                },
+        } if plugin == "mood_chat" && label == "mood" => Some((*score, reason.as_str())),
+        _ => None,
+    }
 }

@@ -120,7 +120,7 @@ async fn failing_and_stalled_hooks_are_reported_and_skipped() {
     stalled.stall = true;
     let mut good = RecordingHook::new("good");
     good.memory = Some("Remember: likes cats.".into());
-    let hooks: Vec<Arc<dyn tomo_core::hooks::Hook>> =
+    let hooks: Vec<Arc<dyn tomo_plugin_api::hooks::Hook>> =
         vec![Arc::new(failing), Arc::new(stalled), Arc::new(good)];
     let (session, mut events) =
         start(&profile, environment(dir.path(), hooks), Arc::new(TextSink)).await;

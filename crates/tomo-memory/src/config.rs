@@ -2,7 +2,7 @@
 //! in `[plugins.memory]`). TOML has no null, so "not set" is an empty string.
 
 use serde::Deserialize;
-use tomo_core::plugins::builtin::PluginError;
+use tomo_plugin_api::PluginError;
 
 use crate::PLUGIN_ID;
 

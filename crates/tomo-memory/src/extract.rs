@@ -4,7 +4,7 @@
 //! objects in the lists); an answer that still makes no sense is an error the caller logs and skips.
 
 use serde_json::Value;
-use tomo_core::llm::{ChatMessage, LlmClient};
+use tomo_llm::{ChatMessage, LlmClient};
 
 use crate::store::Fact;
 
@@ -25,7 +25,7 @@ impl Extraction {
 #[derive(Debug, thiserror::Error)]
 pub enum ExtractError {
     #[error("fact extraction: the LLM call failed: {0}")]
-    Llm(#[from] tomo_core::llm::LlmError),
+    Llm(#[from] tomo_llm::LlmError),
     #[error("fact extraction: unusable answer ({reason}): {answer}")]
     Malformed { reason: String, answer: String },
 }
@@ -73,7 +73,7 @@ pub fn extraction_messages(
 pub async fn complete(
     client: &LlmClient,
     messages: &[ChatMessage],
-) -> Result<String, tomo_core::llm::LlmError> {
+) -> Result<String, tomo_llm::LlmError> {
     client.complete(messages).await
 }
 

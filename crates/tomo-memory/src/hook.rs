@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use chrono::Utc;
 use futures::future::BoxFuture;
 use tokio::sync::watch;
-use tomo_core::hooks::{Hook, HookContext, HookError, TurnRecord};
-use tomo_core::llm::LlmClient;
+use tomo_llm::LlmClient;
+use tomo_plugin_api::hooks::{Hook, HookContext, HookError, TurnRecord};
 
 use crate::embed::Embedder;
 use crate::extract;

@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use tomo_config::manifest::ToolLimits;
-use tomo_core::plugins::builtin::{PluginError, PluginParts};
-use tomo_core::plugins::host::{FactoryContext, PluginFactory};
+use tomo_config::manifest::PluginManifest;
+use tomo_plugin_api::{FactoryContext, PluginFactory};
+use tomo_plugin_api::{PluginError, PluginParts};
 
 pub use config::{Backend, MemoryConfig};
 pub use hook::{HEADING, Pending};
@@ -148,8 +148,8 @@ impl PluginFactory for MemoryPluginFactory {
 
     fn instantiate<'a>(
         &'a self,
+        _manifest: &'a PluginManifest,
         config: &'a toml::Table,
-        _limits: &'a ToolLimits,
         ctx: &'a FactoryContext,
     ) -> BoxFuture<'a, Result<PluginParts, PluginError>> {
         Box::pin(async move { self.build(config, ctx) })

@@ -134,7 +134,7 @@ impl MemoryStore {
     /// Opens (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            tomo_core::private_files::create_private_dir_all(dir).map_err(|source| {
+            tomo_plugin_api::private_files::create_private_dir_all(dir).map_err(|source| {
                 StoreError::Folder {
                     path: path.to_path_buf(),
                     source,
@@ -157,7 +157,7 @@ impl MemoryStore {
         conn.execute_batch(SCHEMA).map_err(sqlite)?;
         // What the user told the character is theirs alone. SQLite gives its -wal/-shm files the
         // database file's permissions, so restricting the database covers them.
-        if let Err(error) = tomo_core::private_files::restrict(path) {
+        if let Err(error) = tomo_plugin_api::private_files::restrict(path) {
             tracing::warn!(path = %path.display(), %error, "cannot make the memory database private");
         }
         Ok(Self {

@@ -188,9 +188,9 @@ pub struct ToolCallEvent {
 pub enum Action {
     /// An `[emotion]` tag that names a key of the profile's emotion map.
     Emotion { name: String },
-    /// A `[mood:+10]` / `[mood:-5]` (relative) or `[mood:70]` (absolute, 0-100) tag: the character reports
-    /// how its mood changed. Never shown or spoken.
-    Mood { value: i32, relative: bool },
+    /// A `[key:value]` tag that a plugin of the character reads (e.g. mood_chat's `[mood:+10]`). Never
+    /// shown or spoken; the plugin sees it with the sentence among the session's events.
+    Tag { key: String, value: String },
 }
 
 /// One sentence out of the token pipeline, ready for display and speech.
@@ -253,6 +253,9 @@ pub enum ErrorCode {
     Output,
     IllegalState,
     Internal,
+    /// A client's frame was refused (bad JSON, an op clients may not send, a profile outside the
+    /// profiles folder).
+    InvalidOp,
 }
 
 /// Events a session emits, in order.
@@ -393,11 +396,25 @@ pub enum Event {
         base_url: String,
         model: String,
     },
-    /// The character's mood (0-100) changed.
-    MoodChanged {
-        score: f32,
-        reason: String,
+    /// A plugin's state changed (e.g. mood_chat: the character's mood), for the UI to show.
+    PluginState {
+        plugin: String,
+        state: PluginState,
     },
+}
+
+/// What a plugin reports about itself for the UI: a short label and an optional level, e.g.
+/// mood_chat's `{ label: "mood", value: 82 }`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct PluginState {
+    pub label: String,
+    /// A level to show beside the label (mood: 0-100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f32>,
+    /// Why it changed, in words.
+    #[serde(default)]
+    pub reason: String,
 }
 
 /// An event plus its per-session sequence number.
@@ -407,4 +424,24 @@ pub struct EventEnvelope {
     pub seq: u64,
     #[serde(flatten)]
     pub event: Event,
+}
+
+/// Frames a server sends a client besides session events. They carry no `seq`: they are about the
+/// connection, not the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerFrame {
+    /// A frame this client sent was refused; the connection stays open.
+    Error {
+        code: ErrorCode,
+        message: String,
+        recoverable: bool,
+    },
+    /// The client asked for events older than the replay buffer keeps: `missed_from..=missed_to` are
+    /// gone (it should reset its view). The oldest kept events follow, then live ones.
+    ReplayGap { missed_from: u64, missed_to: u64 },
+    /// The client's `last_seq` is newer than anything this server emitted: it talked to an earlier
+    /// process. The whole buffer follows, as for a new client.
+    SessionReset { latest_seq: u64 },
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tomo_core::session::{Environment, LlmOverrides, default_data_root};
 use tomo_memory::MemoryPluginFactory;
+use tomo_plugin_api::PluginFactory;
 use tomo_speech::models::ModelStore;
 use tomo_vision::ScreenWatchFactory;
 
@@ -38,6 +39,17 @@ impl Prepared {
 
 pub fn environment(profile_path: &Path, options: &EnvOptions) -> Prepared {
     let memory = Arc::new(MemoryPluginFactory::new());
+    let mut factories: Vec<Arc<dyn PluginFactory>> = vec![
+        memory.clone(),
+        // The game companion's screen watcher reads the PP-OCR models from the model store.
+        Arc::new(ScreenWatchFactory {
+            models_root: ModelStore::from_env()
+                .map(|store| store.root)
+                .unwrap_or_default(),
+        }),
+    ];
+    // time, web_fetch, diary, mood_chat, and MCP servers.
+    factories.extend(tomo_plugins::builtin_factories());
     let env = Environment {
         plugins_dir: plugins_dir_for(profile_path, options.plugins_dir.as_deref()),
         data_root: options.data_dir.clone().unwrap_or_else(default_data_root),
@@ -49,17 +61,10 @@ pub fn environment(profile_path: &Path, options: &EnvOptions) -> Prepared {
                 .ok()
                 .filter(|k| !k.is_empty()),
         },
+        llm_connector: Arc::new(tomo_openai::OpenAiConnector),
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),
-        plugin_factories: vec![
-            memory.clone(),
-            // The game companion's screen watcher reads the PP-OCR models from the model store.
-            Arc::new(ScreenWatchFactory {
-                models_root: ModelStore::from_env()
-                    .map(|store| store.root)
-                    .unwrap_or_default(),
-            }),
-        ],
+        plugin_factories: factories,
     };
     Prepared { env, memory }
 }

@@ -9,32 +9,24 @@
 //! Its socket task drains what was queued, closes the socket with code 1013 ("try again later"), and the
 //! client reconnects with `?last_seq=` to replay the rest from the buffer.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use axum::extract::ws::Utf8Bytes;
-use serde_json::json;
 use tokio::sync::mpsc;
-use tomo_protocol::EventEnvelope;
+use tomo_protocol::{EventEnvelope, ServerFrame};
 
-/// One serialized event, shared by the buffer and every client queue.
-#[derive(Debug, Clone)]
-struct Stored {
-    seq: u64,
-    json: Utf8Bytes,
-}
+use crate::replay::ReplayRing;
 
 #[derive(Debug)]
 pub(crate) struct Hub {
-    capacity: usize,
     client_queue: usize,
     inner: Mutex<Inner>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inner {
-    ring: VecDeque<Stored>,
-    latest_seq: u64,
+    /// Serialized events, shared by the buffer and every client queue.
+    ring: ReplayRing<Utf8Bytes>,
     clients: Vec<(u64, mpsc::Sender<Utf8Bytes>)>,
     next_client: u64,
     /// The session ended or the server is shutting down: no new live events.
@@ -50,11 +42,16 @@ pub(crate) struct Subscription {
 }
 
 impl Hub {
-    pub fn new(capacity: usize, client_queue: usize) -> Self {
+    /// Keeps the last `capacity` events, at most `max_bytes` of them.
+    pub fn new(capacity: usize, max_bytes: usize, client_queue: usize) -> Self {
         Self {
-            capacity: capacity.max(1),
             client_queue: client_queue.max(1),
-            inner: Mutex::default(),
+            inner: Mutex::new(Inner {
+                ring: ReplayRing::new(capacity, max_bytes),
+                clients: Vec::new(),
+                next_client: 0,
+                closed: false,
+            }),
         }
     }
 
@@ -86,14 +83,7 @@ impl Hub {
         if inner.closed {
             return;
         }
-        inner.latest_seq = envelope.seq;
-        inner.ring.push_back(Stored {
-            seq: envelope.seq,
-            json: json.clone(),
-        });
-        while inner.ring.len() > self.capacity {
-            inner.ring.pop_front();
-        }
+        inner.ring.push(envelope.seq, json.len(), json.clone());
         inner
             .clients
             .retain(|(id, queue)| match queue.try_send(json.clone()) {
@@ -116,25 +106,20 @@ impl Hub {
         let mut inner = self.lock();
         let id = inner.next_client;
         inner.next_client += 1;
+        let since = inner.ring.since(last_seq);
         let mut replay = Vec::new();
-        let mut after = last_seq;
-        if last_seq > inner.latest_seq {
-            replay.push(control(&json!({
-                "type": "session_reset",
-                "latest_seq": inner.latest_seq,
-            })));
-            after = 0;
+        if since.reset {
+            replay.push(control(&ServerFrame::SessionReset {
+                latest_seq: since.latest_seq,
+            }));
         }
-        let oldest = inner.ring.front().map_or(inner.latest_seq + 1, |s| s.seq);
-        if after + 1 < oldest {
-            replay.push(control(&json!({
-                "type": "replay_gap",
-                "missed_from": after + 1,
-                "missed_to": oldest - 1,
-            })));
+        if let Some((missed_from, missed_to)) = since.gap {
+            replay.push(control(&ServerFrame::ReplayGap {
+                missed_from,
+                missed_to,
+            }));
         }
-        let start = inner.ring.partition_point(|s| s.seq <= after);
-        replay.extend(inner.ring.range(start..).map(|s| s.json.clone()));
+        replay.extend(since.items);
         if !inner.closed {
             inner.clients.push((id, tx));
         }
@@ -157,7 +142,7 @@ impl Hub {
     }
 
     pub fn latest_seq(&self) -> u64 {
-        self.lock().latest_seq
+        self.lock().ring.latest_seq()
     }
 
     pub fn client_count(&self) -> usize {
@@ -166,13 +151,15 @@ impl Hub {
 }
 
 /// A frame the server makes itself (no `seq`).
-pub(crate) fn control(value: &serde_json::Value) -> Utf8Bytes {
-    Utf8Bytes::from(value.to_string())
+pub(crate) fn control(frame: &ServerFrame) -> Utf8Bytes {
+    // Plain serde types: serializing cannot fail; an empty frame would be refused by the client parser.
+    Utf8Bytes::from(serde_json::to_string(frame).unwrap_or_default())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use tomo_protocol::Event;
 
     fn envelope(seq: u64) -> EventEnvelope {
@@ -197,7 +184,7 @@ mod tests {
 
     #[test]
     fn replay_starts_after_last_seq() {
-        let hub = Hub::new(10, 4);
+        let hub = Hub::new(10, 1 << 20, 4);
         for seq in 1..=5 {
             hub.publish(&envelope(seq));
         }
@@ -209,7 +196,7 @@ mod tests {
 
     #[test]
     fn evicted_events_are_reported_as_a_gap() {
-        let hub = Hub::new(3, 4);
+        let hub = Hub::new(3, 1 << 20, 4);
         for seq in 1..=6 {
             hub.publish(&envelope(seq));
         }
@@ -227,7 +214,7 @@ mod tests {
 
     #[test]
     fn a_seq_from_an_earlier_server_resets() {
-        let hub = Hub::new(10, 4);
+        let hub = Hub::new(10, 1 << 20, 4);
         hub.publish(&envelope(1));
         let sub = hub.subscribe(99);
         assert_eq!(seqs(&sub.replay), vec![json!("session_reset"), json!(1)]);
@@ -235,7 +222,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_client_whose_queue_overflows_is_dropped_and_others_are_not() {
-        let hub = Hub::new(100, 2);
+        let hub = Hub::new(100, 1 << 20, 2);
         let mut slow = hub.subscribe(0);
         let mut fast = hub.subscribe(0);
         for seq in 1..=5 {

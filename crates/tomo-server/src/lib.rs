@@ -11,6 +11,7 @@
 //! Server → client: every session [`EventEnvelope`] as one text frame, exactly the JSON of
 //! `tomo_protocol` (`{"seq":N,"type":...}`), to every connected client, in `seq` order. Frames the
 //! server itself makes carry **no** `seq` (they are not session events):
+//! (these are [`tomo_protocol::ServerFrame`]s)
 //! - `{"type":"error","code":"invalid_op","message":...,"recoverable":true}` — a client frame was refused
 //!   (bad JSON, unknown op, a profile outside the profiles directory, `shutdown`); the connection stays open.
 //! - `{"type":"replay_gap","missed_from":A,"missed_to":B}` — the client asked for events older than the
@@ -28,7 +29,8 @@
 //! Connect to `/ws?last_seq=N` (N = the last `seq` the client processed) to receive every event after `N`
 //! exactly once and in order, then live events. Without `last_seq` a client gets the whole replay buffer
 //! (`last_seq=0`), so a fresh UI learns the character from the first `session_ready`. The buffer keeps the
-//! last [`ServerConfig::replay_capacity`] events (default 10 000).
+//! last [`ServerConfig::replay_capacity`] events (default 10 000), at most
+//! [`ServerConfig::replay_max_bytes`] of them (default 32 MiB).
 //!
 //! # Security
 //! Loopback by default. A non-loopback address needs [`ServerConfig::allow_remote`] and a token of at least
@@ -39,7 +41,9 @@
 
 mod auth;
 mod hub;
+pub mod policy;
 pub mod profiles;
+pub mod replay;
 mod routes;
 mod ws;
 
@@ -53,6 +57,8 @@ use tokio::task::JoinHandle;
 use tomo_protocol::{EventEnvelope, Op};
 
 use hub::Hub;
+pub use policy::{ClientOpPolicy, OpRefused};
+pub use replay::{Replay, ReplayRing};
 
 /// Shortest token accepted for a non-loopback bind: a short token on a network is guessable.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -76,6 +82,8 @@ pub struct ServerConfig {
     pub profiles_dir: Option<PathBuf>,
     /// Events kept for reconnecting clients.
     pub replay_capacity: usize,
+    /// Bytes of events kept for reconnecting clients (a few huge events must not pin memory).
+    pub replay_max_bytes: usize,
     /// Frames queued for one client before it counts as too slow and is disconnected.
     pub client_queue: usize,
 }
@@ -110,6 +118,7 @@ impl Default for ServerConfig {
             models_dir: None,
             profiles_dir: None,
             replay_capacity: 10_000,
+            replay_max_bytes: 32 << 20,
             client_queue: 1024,
         }
     }
@@ -156,6 +165,8 @@ pub(crate) struct AppState {
     /// Loopback bind without token: enforce loopback `Host` headers.
     pub loopback_only: bool,
     pub profiles_dir: Option<PathBuf>,
+    /// What clients may send.
+    pub policy: ClientOpPolicy,
 }
 
 impl Server {
@@ -181,7 +192,11 @@ impl Server {
             source,
         })?;
 
-        let hub = Arc::new(Hub::new(config.replay_capacity, config.client_queue));
+        let hub = Arc::new(Hub::new(
+            config.replay_capacity,
+            config.replay_max_bytes,
+            config.client_queue,
+        ));
         tokio::spawn(Arc::clone(&hub).pump(events));
         let state = Arc::new(AppState {
             hub: Arc::clone(&hub),
@@ -189,6 +204,9 @@ impl Server {
             loopback_only: loopback && token.is_none(),
             token,
             profiles_dir: config.profiles_dir.clone(),
+            policy: ClientOpPolicy {
+                profiles_dir: config.profiles_dir.clone(),
+            },
         });
         let app = routes::router(
             state,

@@ -8,12 +8,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
-use serde_json::json;
 use tokio::sync::mpsc;
-use tomo_protocol::Op;
+use tomo_protocol::{ErrorCode, Op, ServerFrame};
 
 use crate::hub::{Subscription, control};
-use crate::{AppState, auth, profiles};
+use crate::{AppState, auth};
 
 /// Ops are small; a client sending megabytes is broken or hostile.
 const MAX_MESSAGE_BYTES: usize = 1 << 20;
@@ -120,32 +119,18 @@ fn close_reason(state: &AppState) -> CloseFrame {
 }
 
 fn error_frame(message: &str) -> Utf8Bytes {
-    control(&json!({
-        "type": "error",
-        "code": "invalid_op",
-        "message": message,
-        "recoverable": true,
-    }))
+    control(&ServerFrame::Error {
+        code: ErrorCode::InvalidOp,
+        message: message.to_owned(),
+        // The connection stays open: the client can send a better frame.
+        recoverable: true,
+    })
 }
 
 /// Parses and checks one client op, then hands it to the session.
 async fn handle_op(state: &AppState, text: &str) -> Result<(), String> {
     let op: Op = serde_json::from_str(text).map_err(|e| format!("not a valid op: {e}"))?;
-    let op = match op {
-        Op::Shutdown => {
-            return Err("`shutdown` is not accepted from clients; stop the server instead".into());
-        }
-        Op::SwitchProfile { path } => {
-            let resolved = profiles::resolve(state.profiles_dir.as_deref(), &path)
-                .map_err(|e| e.to_string())?;
-            let path = resolved
-                .to_str()
-                .ok_or_else(|| format!("profile path {} is not UTF-8", resolved.display()))?
-                .to_owned();
-            Op::SwitchProfile { path }
-        }
-        other => other,
-    };
+    let op = state.policy.check(op).map_err(|e| e.to_string())?;
     state
         .ops
         .send(op)

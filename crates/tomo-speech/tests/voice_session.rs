@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use tomo_audio::RodioOutput;
 use tomo_config::profile::parse_profile;
-use tomo_core::hooks::{Hook, HookContext, HookError, TurnRecord};
 use tomo_core::session::{Environment, LlmOverrides, start_session};
+use tomo_plugin_api::hooks::{Hook, HookContext, HookError, TurnRecord};
 use tomo_protocol::{Event, Op, SessionState};
 use tomo_speech::models::{ModelStatus, ModelStore};
 use tomo_speech::tts;
@@ -104,9 +104,10 @@ async fn after_playback_fires_once_the_last_sentence_has_played() {
             base_url: Some(server.base_url()),
             ..LlmOverrides::default()
         },
+        llm_connector: std::sync::Arc::new(tomo_openai::OpenAiConnector),
         hook_timeout: Duration::from_secs(5),
         extra_hooks: vec![Arc::new(StampHook(Arc::clone(&stamps)))],
-        plugin_factories: Vec::new(),
+        plugin_factories: tomo_plugins::builtin_factories(),
     };
     let (session, mut events) = start_session(profile, env, sink).await.unwrap();
     session

@@ -12,10 +12,10 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tomo_config::manifest::ToolLimits;
-use tomo_core::plugins::builtin::{PluginError, PluginParts, parse_config};
-use tomo_core::plugins::host::{FactoryContext, PluginFactory};
-use tomo_core::plugins::sensor::{Sensor, SensorCommand, SensorOutput};
+use tomo_config::manifest::PluginManifest;
+use tomo_plugin_api::sensor::{Sensor, SensorCommand, SensorOutput};
+use tomo_plugin_api::{FactoryContext, PluginFactory};
+use tomo_plugin_api::{PluginError, PluginParts, parse_config};
 use tomo_protocol::{Observation, Region, SensorState, SensorTarget};
 
 use crate::ocr::OcrModels;
@@ -66,8 +66,8 @@ impl PluginFactory for ScreenWatchFactory {
 
     fn instantiate<'a>(
         &'a self,
+        _manifest: &'a PluginManifest,
         config: &'a toml::Table,
-        _limits: &'a ToolLimits,
         _ctx: &'a FactoryContext,
     ) -> BoxFuture<'a, Result<PluginParts, PluginError>> {
         Box::pin(async move {

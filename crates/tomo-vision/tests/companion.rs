@@ -79,11 +79,14 @@ async fn the_character_speaks_up_about_new_text_in_the_watched_window() {
         plugins_dir: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins"),
         data_root: dir.path().join("data"),
         llm: LlmOverrides::default(),
+        llm_connector: std::sync::Arc::new(tomo_openai::OpenAiConnector),
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),
-        plugin_factories: vec![Arc::new(ScreenWatchFactory {
+        plugin_factories: std::iter::once(Arc::new(ScreenWatchFactory {
             models_root: models.det.parent().unwrap().parent().unwrap().to_path_buf(),
-        })],
+        }) as Arc<dyn tomo_plugin_api::PluginFactory>)
+        .chain(tomo_plugins::builtin_factories())
+        .collect(),
     };
     let (session, mut events) = start_session(loaded.profile, env, Arc::new(TextSink))
         .await

@@ -1,6 +1,6 @@
 //! Action extractor: `[emotion]` tags naming a configured emotion become [`Action::Emotion`]s, and
-//! `[mood:+10]` / `[mood:-5]` / `[mood:70]` tags become [`Action::Mood`]s (always recognised: the
-//! mood scheduler reads them from the sentences, and they must never be shown or spoken).
+//! `[key:value]` tags a plugin of the character claims (e.g. mood_chat's `[mood:+10]`) become
+//! [`Action::Tag`]s: the plugin reads them from the sentences, and they are never shown or spoken.
 //!
 //! Only names from the profile's emotion map are tags; any other bracket text (`[1]`, `[citation
 //! needed]`) is ordinary text and left alone. Matching is case-insensitive, the action carries the
@@ -12,6 +12,7 @@
 //! and only actions (the TTS filter turns that into `tts_text: None`, so it is shown but never spoken).
 
 use super::{PipelineItem, SentenceDraft, Stage};
+use tomo_plugin_api::TagSpec;
 use tomo_protocol::Action;
 
 /// Longest bracket content considered as a tag; longer bracket text is certainly prose.
@@ -22,18 +23,21 @@ const MAX_TAG_LEN: usize = 48;
 pub struct ActionExtractor {
     /// (lowercased, canonical) emotion names.
     emotions: Vec<(String, String)>,
+    /// Tags claimed by the character's plugins.
+    tags: Vec<TagSpec>,
     /// Actions of tag-only sentences, waiting for the next sentence.
     pending: Vec<Action>,
 }
 
 impl ActionExtractor {
-    pub fn new(emotions: &[String]) -> Self {
+    pub fn new(emotions: &[String], tags: &[TagSpec]) -> Self {
         let emotions = emotions
             .iter()
             .map(|e| (e.trim().to_lowercase(), e.trim().to_owned()))
             .collect();
         Self {
             emotions,
+            tags: tags.to_vec(),
             pending: Vec::new(),
         }
     }
@@ -45,6 +49,16 @@ impl ActionExtractor {
             .iter()
             .find(|(lower, _)| *lower == key)
             .map(|(_, canonical)| canonical.as_str())
+    }
+
+    /// The `[key:value]` tag `inner` is, if a plugin claims it.
+    fn plugin_tag(&self, inner: &str) -> Option<Action> {
+        self.tags.iter().find_map(|spec| {
+            spec.read(inner).map(|value| Action::Tag {
+                key: spec.key.to_owned(),
+                value: value.to_owned(),
+            })
+        })
     }
 
     /// Removes known tags from `text`, appending their actions to `actions` in order of appearance.
@@ -62,7 +76,7 @@ impl ActionExtractor {
                     .map(|name| Action::Emotion {
                         name: name.to_owned(),
                     })
-                    .or_else(|| mood_tag(inner))
+                    .or_else(|| self.plugin_tag(inner))
             });
             let Some(action) = action else {
                 out.push_str(&rest[..=open]);
@@ -86,25 +100,6 @@ impl ActionExtractor {
         out.push_str(rest);
         out
     }
-}
-
-/// `mood:+10`, `mood: -5` (relative) or `mood:70` (absolute); case-insensitive.
-fn mood_tag(inner: &str) -> Option<Action> {
-    let inner = inner.trim();
-    let (key, value) = inner.split_once(':')?;
-    if !key.trim().eq_ignore_ascii_case("mood") {
-        return None;
-    }
-    let value = value.trim();
-    let relative = value.starts_with(['+', '-']);
-    let number: i32 = value.strip_prefix('+').unwrap_or(value).parse().ok()?;
-    if !relative && !(0..=100).contains(&number) {
-        return None;
-    }
-    Some(Action::Mood {
-        value: number.clamp(-100, 100),
-        relative,
-    })
 }
 
 fn is_closing_punct(c: char) -> bool {
@@ -157,11 +152,14 @@ mod tests {
     use super::*;
 
     fn extractor() -> ActionExtractor {
-        ActionExtractor::new(&[
-            "Joy".to_owned(),
-            "sad".to_owned(),
-            "very surprised".to_owned(),
-        ])
+        ActionExtractor::new(
+            &[
+                "Joy".to_owned(),
+                "sad".to_owned(),
+                "very surprised".to_owned(),
+            ],
+            &[tomo_plugins::mood_chat::MOOD_TAG],
+        )
     }
 
     fn draft(text: &str) -> PipelineItem {
@@ -170,6 +168,13 @@ mod tests {
 
     fn emotion(name: &str) -> Action {
         Action::Emotion { name: name.into() }
+    }
+
+    fn mood(value: &str) -> Action {
+        Action::Tag {
+            key: "mood".into(),
+            value: value.into(),
+        }
     }
 
     fn run(items: Vec<PipelineItem>) -> Vec<PipelineItem> {
@@ -262,31 +267,10 @@ mod tests {
         let d = only_draft(run(vec![draft("[joy] Great move! [mood:+10]")]));
         assert_eq!(d.display_text, "Great move!");
         assert_eq!(d.tts_text, "Great move!");
-        assert_eq!(
-            d.actions,
-            [
-                emotion("Joy"),
-                Action::Mood {
-                    value: 10,
-                    relative: true
-                }
-            ]
-        );
+        assert_eq!(d.actions, [emotion("Joy"), mood("+10")]);
         let d = only_draft(run(vec![draft("[Mood: -5] Oh no. [mood:70]")]));
         assert_eq!(d.display_text, "Oh no.");
-        assert_eq!(
-            d.actions,
-            [
-                Action::Mood {
-                    value: -5,
-                    relative: true
-                },
-                Action::Mood {
-                    value: 70,
-                    relative: false
-                }
-            ]
-        );
+        assert_eq!(d.actions, [mood("-5"), mood("70")]);
         // Not mood tags: out of range, not a number, another key.
         let d = only_draft(run(vec![draft("[mood:170] [mood:up] [note:1]")]));
         assert_eq!(d.display_text, "[mood:170] [mood:up] [note:1]");
@@ -295,7 +279,7 @@ mod tests {
 
     #[test]
     fn no_emotions_configured_means_no_tags() {
-        let mut x = ActionExtractor::new(&[]);
+        let mut x = ActionExtractor::new(&[], &[]);
         let mut out = Vec::new();
         x.push(draft("[joy] Hi."), &mut out);
         assert_eq!(only_draft(out).display_text, "[joy] Hi.");

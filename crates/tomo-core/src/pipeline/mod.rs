@@ -13,6 +13,7 @@ pub mod display;
 pub mod divider;
 pub mod tts_filter;
 
+use tomo_plugin_api::TagSpec;
 use tomo_protocol::{Action, Sentence, ToolCallEvent};
 
 pub use actions::ActionExtractor;
@@ -70,6 +71,8 @@ pub trait Stage: Send {
 pub struct PipelineSettings {
     /// Emotion names (keys of the profile's emotion map); `[name]` tags in the text become actions.
     pub emotions: Vec<String>,
+    /// `[key:value]` tags the character's plugins read (e.g. `[mood:+10]`); they become actions too.
+    pub tags: Vec<TagSpec>,
     /// Show `<think>` content in `display_text` (it is never spoken).
     pub show_think: bool,
     /// Cut the turn's first sentence at its first comma once it has a few words, so TTS starts early.
@@ -80,6 +83,7 @@ impl Default for PipelineSettings {
     fn default() -> Self {
         Self {
             emotions: Vec::new(),
+            tags: Vec::new(),
             show_think: false,
             first_clause_fast_path: true,
         }
@@ -103,7 +107,7 @@ impl Pipeline {
     pub fn new(settings: &PipelineSettings) -> Self {
         Self {
             divider: SentenceDivider::new(settings.first_clause_fast_path),
-            actions: ActionExtractor::new(&settings.emotions),
+            actions: ActionExtractor::new(&settings.emotions, &settings.tags),
             display: DisplayProcessor::new(settings.show_think),
             tts: TtsFilter::new(),
             next_index: 0,

@@ -8,6 +8,7 @@ use tomo_protocol::ToolStatus;
 fn settings(fast: bool, show_think: bool) -> PipelineSettings {
     PipelineSettings {
         emotions: vec!["joy".into(), "Sad".into()],
+        tags: Vec::new(),
         show_think,
         first_clause_fast_path: fast,
     }

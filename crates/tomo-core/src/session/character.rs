@@ -5,18 +5,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::agent::AgentConfig;
 use crate::history::{History, HistoryError, HistoryRecord};
-use crate::hooks::Hook;
-use crate::llm::{ChatMessage, LlmClient, LlmEndpoint};
 use crate::pipeline::PipelineSettings;
-use crate::plugins::host::{self, FactoryContext, PluginFactory, PluginProblem};
-use crate::plugins::scheduler::Scheduler;
-use crate::plugins::sensor::Sensor;
+use crate::plugin_host::{self, PluginProblem};
 use crate::session::compress::Compressor;
 use crate::session::prompt;
-use crate::tools::ToolRegistry;
 use tomo_config::profile::Profile;
+use tomo_llm::agent::AgentConfig;
+use tomo_llm::tools::ToolRegistry;
+use tomo_llm::{ChatMessage, LlmClient, LlmConnector, LlmEndpoint};
+use tomo_plugin_api::hooks::Hook;
+use tomo_plugin_api::scheduler::Scheduler;
+use tomo_plugin_api::sensor::Sensor;
+use tomo_plugin_api::{FactoryContext, PluginFactory};
 
 /// Endpoint settings that win over the profile's (from CLI flags or `TOMO_LLM_*` variables).
 #[derive(Clone, Default)]
@@ -36,13 +37,15 @@ impl std::fmt::Debug for LlmOverrides {
     }
 }
 
-/// Where the session finds plugins and keeps data.
-#[derive(Debug, Clone)]
+/// Where the session finds plugins and keeps data, and how it reaches language models.
+#[derive(Clone)]
 pub struct Environment {
     pub plugins_dir: PathBuf,
     /// Root of per-character data; a character's files live in `<data_root>/characters/<agent_id>/`.
     pub data_root: PathBuf,
     pub llm: LlmOverrides,
+    /// Turns an endpoint into a client (the runtime registers the OpenAI-compatible one).
+    pub llm_connector: Arc<dyn LlmConnector>,
     pub hook_timeout: Duration,
     /// Hooks registered by the embedding program (e.g. the desktop shell or a test), run after the
     /// profile's hook plugins.
@@ -51,10 +54,23 @@ pub struct Environment {
     pub plugin_factories: Vec<Arc<dyn PluginFactory>>,
 }
 
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Environment")
+            .field("plugins_dir", &self.plugins_dir)
+            .field("data_root", &self.data_root)
+            .field("llm", &self.llm)
+            .field("hook_timeout", &self.hook_timeout)
+            .field("extra_hooks", &self.extra_hooks.len())
+            .field("plugin_factories", &self.plugin_factories)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CharacterError {
     #[error(transparent)]
-    Llm(#[from] crate::llm::LlmError),
+    Llm(#[from] tomo_llm::LlmError),
     #[error(transparent)]
     History(#[from] HistoryError),
 }
@@ -95,7 +111,7 @@ impl Character {
                 .and_then(|name| std::env::var(name).ok())
                 .filter(|key| !key.is_empty())
         });
-        let client = LlmClient::new(LlmEndpoint {
+        let client = env.llm_connector.connect(LlmEndpoint {
             base_url: env
                 .llm
                 .base_url
@@ -116,7 +132,7 @@ impl Character {
             data_dir: data_dir.clone(),
             llm: client.clone(),
         };
-        let loaded = host::load_plugins(
+        let loaded = plugin_host::load_plugins(
             &profile,
             &env.plugins_dir,
             &env.plugin_factories,
@@ -132,6 +148,7 @@ impl Character {
             ),
             pipeline_settings: PipelineSettings {
                 emotions,
+                tags: loaded.tags.clone(),
                 show_think: llm.show_think,
                 first_clause_fast_path: true,
             },

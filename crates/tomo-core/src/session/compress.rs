@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::history::History;
-use crate::llm::{ChatMessage, LlmClient, LlmError};
+use tomo_llm::{ChatMessage, LlmClient, LlmError};
 
 const FILE_NAME: &str = "summary.json";
 

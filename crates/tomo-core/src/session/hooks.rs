@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 
-use crate::hooks::{Hook, HookContext, HookError, TurnRecord};
+use tomo_plugin_api::hooks::{Hook, HookContext, HookError, TurnRecord};
 use tomo_protocol::HookStage;
 
 /// A hook that failed or timed out.

@@ -26,14 +26,14 @@ pub use character::{
 };
 pub use hooks::HookFailure;
 
-use crate::plugins::host::PluginProblem;
-use crate::plugins::scheduler::{ProactiveRequest, SchedulerRequest};
-use crate::plugins::sensor::{SensorCommand, SensorOutput};
+use crate::plugin_host::PluginProblem;
 use crate::sink::{OutputSink, SinkEvents};
 use crate::state::StateMachine;
 use latency::LatencyTracker;
 use plugin_tasks::{PluginMsg, PluginTasks};
 use tomo_config::profile::{Profile, load_profile};
+use tomo_plugin_api::scheduler::{ProactiveRequest, SchedulerRequest};
+use tomo_plugin_api::sensor::{SensorCommand, SensorOutput};
 use tomo_protocol::{ErrorCode, Event, EventEnvelope, Observation, Op, SessionState, TurnId};
 use turn::{TurnInput, TurnMsg};
 
@@ -185,9 +185,9 @@ impl Coordinator {
                 self.proactive_turn(request);
             }
             PluginMsg::Scheduler {
-                request: SchedulerRequest::Mood { score, reason },
-                ..
-            } => self.emit(Event::MoodChanged { score, reason }),
+                plugin,
+                request: SchedulerRequest::State(state),
+            } => self.emit(Event::PluginState { plugin, state }),
         }
     }
 

@@ -9,8 +9,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::character::Character;
-use crate::plugins::scheduler::{SchedulerContext, SchedulerRequest, scheduler_sees};
-use crate::plugins::sensor::{SensorCommand, SensorOutput};
+use tomo_plugin_api::scheduler::{SchedulerContext, SchedulerRequest, scheduler_sees};
+use tomo_plugin_api::sensor::{SensorCommand, SensorOutput};
 use tomo_protocol::Event;
 
 /// How long a cancelled plugin task may take to wrap up before it is aborted.

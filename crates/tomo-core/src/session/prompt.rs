@@ -2,7 +2,7 @@
 //! message carrying the `[memory context]` block. Hook output never goes into the system prompt: it is
 //! data about this turn, and keeping the system prompt stable keeps server-side prompt caches warm.
 
-use crate::llm::ChatMessage;
+use tomo_llm::ChatMessage;
 
 pub fn system_prompt(persona: &str, character_name: &str, emotions: &[String]) -> String {
     let mut prompt = persona.trim().to_owned();

@@ -11,13 +11,13 @@ use tokio_util::sync::CancellationToken;
 use super::character::Character;
 use super::hooks::{self, HookFailure};
 use super::prompt;
-use crate::agent::{self, AgentError, TurnItem, TurnTranscript};
 use crate::history::HistoryRecord;
-use crate::hooks::{HookContext, TurnRecord};
-use crate::llm::ChatMessage;
 use crate::pipeline::{Pipeline, PipelineItem};
 use crate::sink::{OutputSink, SinkError};
-use crate::tools::ToolContext;
+use tomo_llm::ChatMessage;
+use tomo_llm::agent::{self, AgentError, TurnItem, TurnTranscript};
+use tomo_llm::tools::ToolContext;
+use tomo_plugin_api::hooks::{HookContext, TurnRecord};
 use tomo_protocol::{ErrorCode, Event, HookStage, TurnId};
 
 /// What a turn task tells the coordinator.

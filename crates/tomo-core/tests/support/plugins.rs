@@ -7,14 +7,14 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tomo_config::manifest::ToolLimits;
-use tomo_core::plugins::builtin::{PluginError, PluginParts};
-use tomo_core::plugins::host::{FactoryContext, PluginFactory};
-use tomo_core::plugins::scheduler::{
+use tomo_config::manifest::PluginManifest;
+use tomo_core::session::Environment;
+use tomo_plugin_api::scheduler::{
     Clock, ProactiveRequest, Scheduler, SchedulerContext, SchedulerRequest,
 };
-use tomo_core::plugins::sensor::{Sensor, SensorCommand, SensorOutput};
-use tomo_core::session::Environment;
+use tomo_plugin_api::sensor::{Sensor, SensorCommand, SensorOutput};
+use tomo_plugin_api::{FactoryContext, PluginFactory};
+use tomo_plugin_api::{PluginError, PluginParts};
 use tomo_protocol::{Event, Observation, SensorState};
 
 use super::session::environment;
@@ -38,8 +38,8 @@ impl PluginFactory for Parts {
     }
     fn instantiate<'a>(
         &'a self,
+        _manifest: &'a PluginManifest,
         _config: &'a toml::Table,
-        _limits: &'a ToolLimits,
         _ctx: &'a FactoryContext,
     ) -> BoxFuture<'a, Result<PluginParts, PluginError>> {
         let parts = self.1.clone();
@@ -178,7 +178,11 @@ enabled = [{}]
 pub fn env_with(root: &Path, factories: Vec<Arc<dyn PluginFactory>>) -> Environment {
     let mut env = environment(root, vec![]);
     env.plugins_dir = plugins_dir(root);
-    env.plugin_factories = factories;
+    // The test's factories first: they replace built-ins of the same id.
+    env.plugin_factories = factories
+        .into_iter()
+        .chain(tomo_plugins::builtin_factories())
+        .collect();
     env
 }
 

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 use tomo_config::profile::load_profile;
-use tomo_core::hooks::{Hook, HookContext, HookError, TurnRecord};
 use tomo_core::session::{Environment, LlmOverrides, SessionHandle, start_session};
 use tomo_core::sink::{OutputSink, SinkError};
+use tomo_plugin_api::hooks::{Hook, HookContext, HookError, TurnRecord};
 use tomo_protocol::{Event, EventEnvelope, Sentence, TurnId};
 
 pub fn write_profile(
@@ -47,9 +47,10 @@ pub fn environment(data_root: &Path, hooks: Vec<Arc<dyn Hook>>) -> Environment {
         plugins_dir: data_root.join("no-plugins"),
         data_root: data_root.to_path_buf(),
         llm: LlmOverrides::default(),
+        llm_connector: std::sync::Arc::new(tomo_openai::OpenAiConnector),
         hook_timeout: Duration::from_millis(300),
         extra_hooks: hooks,
-        plugin_factories: Vec::new(),
+        plugin_factories: tomo_plugins::builtin_factories(),
     }
 }
 

@@ -61,9 +61,14 @@ pub async fn start(profile: &Path, data_root: &Path, factory: Arc<MemoryPluginFa
         plugins_dir: repo_root().join("plugins"),
         data_root: data_root.to_path_buf(),
         llm: LlmOverrides::default(),
+        llm_connector: std::sync::Arc::new(tomo_openai::OpenAiConnector),
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),
-        plugin_factories: vec![factory],
+        plugin_factories: std::iter::once(
+            factory as std::sync::Arc<dyn tomo_plugin_api::PluginFactory>,
+        )
+        .chain(tomo_plugins::builtin_factories())
+        .collect(),
     };
     let loaded = load_profile(profile).unwrap();
     let (session, events) = start_session(loaded.profile, env, Arc::new(TextSink))

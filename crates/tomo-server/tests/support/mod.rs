@@ -77,9 +77,10 @@ impl Fixture {
             plugins_dir: dir.path().join("no-plugins"),
             data_root: dir.path().join("data"),
             llm: LlmOverrides::default(),
+            llm_connector: std::sync::Arc::new(tomo_openai::OpenAiConnector),
             hook_timeout: Duration::from_millis(300),
             extra_hooks: Vec::new(),
-            plugin_factories: Vec::new(),
+            plugin_factories: tomo_plugins::builtin_factories(),
         };
         let profile = load_profile(&hana).unwrap().profile;
         let (session, events) = start_session(profile, env, Arc::new(TextSink))

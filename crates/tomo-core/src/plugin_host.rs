@@ -1,0 +1,155 @@
+//! Turns a profile's enabled plugins into tools, hooks, sensors, schedulers and tags, through the
+//! factories the program registered (the core knows no plugin by name). A broken plugin is reported and
+//! skipped: the character still starts, without it.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use tomo_config::manifest::{PluginManifest, discover_plugins, effective_config};
+use tomo_config::profile::Profile;
+use tomo_llm::tools::ToolRegistry;
+use tomo_plugin_api::hooks::Hook;
+use tomo_plugin_api::scheduler::Scheduler;
+use tomo_plugin_api::sensor::Sensor;
+use tomo_plugin_api::{FactoryContext, PluginFactory, PluginParts, TagSpec};
+
+/// A plugin that could not be loaded, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginProblem {
+    pub plugin: String,
+    pub message: String,
+}
+
+#[derive(Debug, Default)]
+pub struct LoadedPlugins {
+    pub tools: ToolRegistry,
+    pub hooks: Vec<Arc<dyn Hook>>,
+    /// (plugin id, sensor)
+    pub sensors: Vec<(String, Arc<dyn Sensor>)>,
+    /// (plugin id, scheduler)
+    pub schedulers: Vec<(String, Arc<dyn Scheduler>)>,
+    /// Tags the plugins read from the model's text.
+    pub tags: Vec<TagSpec>,
+    pub problems: Vec<PluginProblem>,
+}
+
+pub async fn load_plugins(
+    profile: &Profile,
+    plugins_dir: &Path,
+    factories: &[Arc<dyn PluginFactory>],
+    ctx: &FactoryContext,
+) -> LoadedPlugins {
+    let enabled = &profile.plugins.enabled;
+    let (manifests, diagnostics) = discover_plugins(plugins_dir);
+    let mut loaded = LoadedPlugins::default();
+    // All problems of one broken manifest become one report, so the user sees them together.
+    let mut broken: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for diagnostic in diagnostics {
+        let folder = diagnostic
+            .file
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if enabled.contains(&folder) {
+            broken
+                .entry(folder)
+                .or_default()
+                .push(diagnostic.to_string());
+        }
+    }
+    for (plugin, messages) in broken {
+        loaded.problems.push(PluginProblem {
+            plugin,
+            message: messages.join("\n"),
+        });
+    }
+    for id in enabled {
+        if loaded.problems.iter().any(|p| &p.plugin == id) {
+            continue;
+        }
+        let Some(manifest) = manifests.iter().find(|m| &m.id == id) else {
+            loaded.problems.push(PluginProblem {
+                plugin: id.clone(),
+                message: format!("no plugins/{id}/plugin.toml in {}", plugins_dir.display()),
+            });
+            continue;
+        };
+        if let Err(message) = load_one(manifest, profile, factories, ctx, &mut loaded).await {
+            loaded.problems.push(PluginProblem {
+                plugin: id.clone(),
+                message,
+            });
+        }
+    }
+    loaded
+}
+
+async fn load_one(
+    manifest: &PluginManifest,
+    profile: &Profile,
+    factories: &[Arc<dyn PluginFactory>],
+    ctx: &FactoryContext,
+    loaded: &mut LoadedPlugins,
+) -> Result<(), String> {
+    let id = &manifest.id;
+    let (config, warnings) = effective_config(manifest, profile.plugins.overrides.get(id));
+    for warning in warnings {
+        tracing::warn!(%warning, "plugin configuration");
+    }
+    let factory = factory_for(manifest, factories)?;
+    let parts = factory
+        .instantiate(manifest, &config, ctx)
+        .await
+        .map_err(|e| e.to_string())?;
+    let PluginParts {
+        tools,
+        hooks,
+        sensors,
+        schedulers,
+        tags,
+    } = parts;
+    for tool in tools {
+        loaded.tools.register(tool).map_err(|e| e.to_string())?;
+    }
+    loaded.hooks.extend(hooks);
+    loaded
+        .sensors
+        .extend(sensors.into_iter().map(|s| (id.clone(), s)));
+    loaded
+        .schedulers
+        .extend(schedulers.into_iter().map(|s| (id.clone(), s)));
+    loaded.tags.extend(tags);
+    Ok(())
+}
+
+/// The factory that builds `manifest`'s plugin: the first one serving its id, or the MCP factory for an
+/// `[mcp]` manifest — which may not take an id a factory serves (a `plugins/` folder next to a downloaded
+/// profile must not turn a built-in into a command).
+fn factory_for<'f>(
+    manifest: &PluginManifest,
+    factories: &'f [Arc<dyn PluginFactory>],
+) -> Result<&'f Arc<dyn PluginFactory>, String> {
+    let id = &manifest.id;
+    let by_id = factories
+        .iter()
+        .find(|f| !f.serves_mcp() && f.id() == id.as_str());
+    if manifest.mcp.is_some() {
+        if by_id.is_some() {
+            return Err(format!(
+                "`{id}` is a built-in plugin; the [mcp] server in {} cannot replace it (rename the plugin)",
+                manifest.source.display()
+            ));
+        }
+        return factories
+            .iter()
+            .find(|f| f.serves_mcp())
+            .ok_or_else(|| format!("`{id}` declares an [mcp] server, and this program runs none"));
+    }
+    by_id.ok_or_else(|| {
+        format!(
+            "`{id}` ({:?}) is neither a plugin this program provides nor declares an [mcp] server",
+            manifest.kind
+        )
+    })
+}

@@ -1,0 +1,273 @@
+//! One round of the agent loop: a streamed request (with retries before the first token) and the
+//! concurrent execution of the tool calls it produced.
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::{AgentConfig, TurnItem};
+use crate::tools::{ToolContext, ToolError, ToolRegistry};
+use crate::{
+    AssembledCall, ChatMessage, FunctionCall, LlmClient, LlmError, LlmEvent, LlmStream,
+    ToolCallAssembler, ToolDefinition, WireToolCall,
+};
+use tomo_protocol::{ToolCallEvent, ToolStatus};
+
+pub(super) struct StreamedRound {
+    pub text: String,
+    pub calls: Vec<AssembledCall>,
+}
+
+pub(super) enum RoundError {
+    Llm {
+        error: LlmError,
+        partial_text: String,
+    },
+    Cancelled {
+        partial_text: String,
+    },
+}
+
+/// Streams one request. Text and reasoning are forwarded as they arrive. A failure before anything was
+/// forwarded is retried (if retryable) with exponential backoff; after that, retrying would repeat words.
+pub(super) async fn stream_round(
+    client: &LlmClient,
+    messages: &[ChatMessage],
+    tools: &[ToolDefinition],
+    config: &AgentConfig,
+    round: u32,
+    cancel: &CancellationToken,
+    items: &mpsc::Sender<TurnItem>,
+) -> Result<StreamedRound, RoundError> {
+    let mut attempt = 0;
+    loop {
+        let mut text = String::new();
+        let mut assembler = ToolCallAssembler::default();
+        let mut forwarded_anything = false;
+        let result = stream_once(
+            client,
+            messages,
+            tools,
+            cancel,
+            items,
+            &mut text,
+            &mut assembler,
+            &mut forwarded_anything,
+        )
+        .await;
+        match result {
+            Ok(()) => {
+                return Ok(StreamedRound {
+                    text,
+                    calls: assembler.finish(round),
+                });
+            }
+            Err(RoundError::Llm { error, .. })
+                if !forwarded_anything && error.is_retryable() && attempt < config.max_retries =>
+            {
+                attempt += 1;
+                tracing::info!(attempt, %error, "LLM request failed before the first token, retrying");
+                if items
+                    .send(TurnItem::Retrying {
+                        attempt,
+                        error: error.clone(),
+                    })
+                    .await
+                    .is_err()
+                {
+                    return Err(RoundError::Cancelled {
+                        partial_text: String::new(),
+                    });
+                }
+                let delay = config.retry_base_delay * 2u32.saturating_pow(attempt - 1);
+                tokio::select! {
+                    () = cancel.cancelled() => return Err(RoundError::Cancelled { partial_text: String::new() }),
+                    () = tokio::time::sleep(delay) => {}
+                }
+            }
+            Err(RoundError::Llm { error, .. }) => {
+                return Err(RoundError::Llm {
+                    error,
+                    partial_text: text,
+                });
+            }
+            Err(RoundError::Cancelled { .. }) => {
+                return Err(RoundError::Cancelled { partial_text: text });
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn stream_once(
+    client: &LlmClient,
+    messages: &[ChatMessage],
+    tools: &[ToolDefinition],
+    cancel: &CancellationToken,
+    items: &mpsc::Sender<TurnItem>,
+    text: &mut String,
+    assembler: &mut ToolCallAssembler,
+    forwarded_anything: &mut bool,
+) -> Result<(), RoundError> {
+    let cancelled = || RoundError::Cancelled {
+        partial_text: String::new(),
+    };
+    let llm = |error| RoundError::Llm {
+        error,
+        partial_text: String::new(),
+    };
+    let mut stream: LlmStream = tokio::select! {
+        () = cancel.cancelled() => return Err(cancelled()),
+        started = client.stream_chat(messages, tools) => started.map_err(llm)?,
+    };
+    loop {
+        let next = tokio::select! {
+            () = cancel.cancelled() => return Err(cancelled()),
+            next = stream.next() => next,
+        };
+        let event = match next {
+            None => return Ok(()),
+            Some(Err(error)) => return Err(llm(error)),
+            Some(Ok(event)) => event,
+        };
+        match event {
+            LlmEvent::Text(delta) => {
+                text.push_str(&delta);
+                *forwarded_anything = true;
+                if items.send(TurnItem::Text(delta)).await.is_err() {
+                    return Err(cancelled());
+                }
+            }
+            LlmEvent::Reasoning(delta) => {
+                *forwarded_anything = true;
+                if items.send(TurnItem::Reasoning(delta)).await.is_err() {
+                    return Err(cancelled());
+                }
+            }
+            LlmEvent::ToolCall(fragment) => {
+                *forwarded_anything = true;
+                assembler.push(fragment);
+            }
+            // Calls are run whether the server says "tool_calls" or (as some do) "stop".
+            LlmEvent::Finish(reason) => tracing::debug!(%reason, "round finished"),
+            LlmEvent::Usage(usage) => tracing::debug!(%usage, "token usage"),
+        }
+    }
+}
+
+pub(super) fn to_wire(call: &AssembledCall) -> WireToolCall {
+    WireToolCall {
+        id: call.id.clone(),
+        kind: "function".to_owned(),
+        function: FunctionCall {
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+        },
+    }
+}
+
+fn parsed_args(raw: &str) -> Value {
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+fn event(call: &AssembledCall, round: u32, status: ToolStatus, result: Option<String>) -> TurnItem {
+    TurnItem::ToolCall(ToolCallEvent {
+        tool_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        args: parsed_args(&call.arguments),
+        status,
+        result,
+        round,
+    })
+}
+
+/// Text handed back to the model for a failed call: structured, so it can correct itself.
+fn error_result(error: &ToolError) -> String {
+    let kind = match error {
+        ToolError::InvalidArguments(_) => "invalid_arguments",
+        ToolError::Failed { .. } => "failed",
+        ToolError::Timeout(_) => "timeout",
+        ToolError::Panicked(_) => "crashed",
+        ToolError::Cancelled => "cancelled",
+        ToolError::UnknownTool(_) => "unknown_tool",
+    };
+    serde_json::json!({ "error": { "kind": kind, "message": error.to_string() } }).to_string()
+}
+
+/// Announces every call as running, runs them all at once, reports each as it ends, and returns the tool
+/// messages in call order.
+pub(super) async fn run_calls(
+    tools: &ToolRegistry,
+    calls: &[AssembledCall],
+    round: u32,
+    ctx: &ToolContext,
+    items: &mpsc::Sender<TurnItem>,
+) -> Vec<ChatMessage> {
+    for call in calls {
+        // A closed receiver means the turn is gone; the cancel token stops the tools below.
+        let _ = items
+            .send(event(call, round, ToolStatus::Running, None))
+            .await;
+    }
+    let mut running: FuturesUnordered<_> = calls
+        .iter()
+        .enumerate()
+        .map(|(position, call)| {
+            let ctx = ctx.clone();
+            async move {
+                (
+                    position,
+                    tools.execute(&call.name, &call.arguments, ctx).await,
+                )
+            }
+        })
+        .collect();
+    let mut results: Vec<Option<String>> = vec![None; calls.len()];
+    while let Some((position, execution)) = running.next().await {
+        let call = &calls[position];
+        let (status, content) = match &execution.result {
+            Ok(output) => (ToolStatus::Completed, output.clone()),
+            Err(error) => {
+                tracing::warn!(tool = %call.name, %error, "tool call failed");
+                (ToolStatus::Error, error_result(error))
+            }
+        };
+        let _ = items
+            .send(event(call, round, status, Some(content.clone())))
+            .await;
+        results[position] = Some(content);
+    }
+    calls
+        .iter()
+        .zip(results)
+        .map(|(call, content)| ChatMessage::Tool {
+            tool_call_id: call.id.clone(),
+            content: content.unwrap_or_else(|| error_result(&ToolError::Cancelled)),
+        })
+        .collect()
+}
+
+/// Calls requested in the last allowed round are not run; each gets an explicit error result.
+pub(super) async fn refuse_calls(
+    calls: &[AssembledCall],
+    round: u32,
+    items: &mpsc::Sender<TurnItem>,
+) -> Vec<ChatMessage> {
+    let reason = ToolError::failed(format!(
+        "not run: the limit of {round} tool rounds for one turn was reached"
+    ));
+    let content = error_result(&reason);
+    let mut messages = Vec::with_capacity(calls.len());
+    for call in calls {
+        let _ = items
+            .send(event(call, round, ToolStatus::Error, Some(content.clone())))
+            .await;
+        messages.push(ChatMessage::Tool {
+            tool_call_id: call.id.clone(),
+            content: content.clone(),
+        });
+    }
+    messages
+}

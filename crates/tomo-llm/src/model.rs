@@ -1,0 +1,116 @@
+//! The seam between the agent loop and whatever serves the model: a [`ChatModel`] streams one chat
+//! completion as [`LlmEvent`]s. The OpenAI-compatible HTTP client (crate `tomo-openai`) is one; tests
+//! and other engines can be others. [`LlmClient`] is the cheap handle everything passes around.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
+
+use crate::assemble::ToolCallFragment;
+use crate::error::LlmError;
+use crate::messages::{ChatMessage, ToolDefinition};
+
+/// Where and how to reach the model. The key is held here only; `Debug` never prints it.
+#[derive(Clone)]
+pub struct LlmEndpoint {
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    /// Longest silence allowed while connecting or between two chunks.
+    pub idle_timeout: Duration,
+}
+
+impl fmt::Debug for LlmEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmEndpoint")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+/// What the stream yields, already decoded from chunks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LlmEvent {
+    Text(String),
+    Reasoning(String),
+    ToolCall(ToolCallFragment),
+    /// `finish_reason` of the choice ("stop", "tool_calls", "length", ...).
+    Finish(String),
+    Usage(serde_json::Value),
+}
+
+pub type LlmStream = Pin<Box<dyn Stream<Item = Result<LlmEvent, LlmError>> + Send>>;
+
+/// Something that serves chat completions.
+pub trait ChatModel: Send + Sync {
+    fn endpoint(&self) -> &LlmEndpoint;
+
+    /// Starts one streamed completion. Errors before the first chunk come back here; later ones in the
+    /// stream. A stream that ends without a `Finish` must end with an error: a server that dies
+    /// mid-answer must not look like a short answer.
+    fn stream_chat<'a>(
+        &'a self,
+        messages: &'a [ChatMessage],
+        tools: &'a [ToolDefinition],
+    ) -> BoxFuture<'a, Result<LlmStream, LlmError>>;
+}
+
+/// Makes a [`ChatModel`] for an endpoint. The program decides which implementation serves which
+/// endpoint (the runtime registers the OpenAI-compatible client).
+pub trait LlmConnector: Send + Sync {
+    fn connect(&self, endpoint: LlmEndpoint) -> Result<LlmClient, LlmError>;
+}
+
+/// A shared handle on a model.
+#[derive(Clone)]
+pub struct LlmClient(Arc<dyn ChatModel>);
+
+impl fmt::Debug for LlmClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlmClient")
+            .field("endpoint", self.endpoint())
+            .finish()
+    }
+}
+
+impl LlmClient {
+    pub fn new(model: impl ChatModel + 'static) -> Self {
+        Self(Arc::new(model))
+    }
+
+    pub fn endpoint(&self) -> &LlmEndpoint {
+        self.0.endpoint()
+    }
+
+    /// See [`ChatModel::stream_chat`].
+    pub async fn stream_chat(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+    ) -> Result<LlmStream, LlmError> {
+        self.0.stream_chat(messages, tools).await
+    }
+
+    /// A whole answer without tools (summaries, fact extraction): the streamed text, joined.
+    pub async fn complete(&self, messages: &[ChatMessage]) -> Result<String, LlmError> {
+        let mut stream = self.stream_chat(messages, &[]).await?;
+        let mut text = String::new();
+        while let Some(event) = stream.next().await {
+            if let LlmEvent::Text(delta) = event? {
+                text.push_str(&delta);
+            }
+        }
+        Ok(text)
+    }
+}
