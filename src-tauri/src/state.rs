@@ -5,9 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::mpsc;
-use tomo_core::session::SessionHandle;
 use tomo_protocol::Op;
-use tomo_runtime::{ListenFlags, Prepared};
+use tomo_runtime::{ListenFlags, RunningSession};
 
 use tomo_server::ClientOpPolicy;
 
@@ -29,7 +28,7 @@ pub struct AppState {
     pub listen: ListenFlags,
     pub config_dir: PathBuf,
     ops: Mutex<Option<mpsc::Sender<Op>>>,
-    session: Mutex<Option<(SessionHandle, Prepared)>>,
+    session: Mutex<Option<RunningSession>>,
     pet: Mutex<PetState>,
     /// Set once quitting started: the exit request that follows must not start a second shutdown.
     pub quitting: AtomicBool,
@@ -73,13 +72,13 @@ impl AppState {
         lock(&self.ops).clone()
     }
 
-    pub fn set_session(&self, session: SessionHandle, prepared: Prepared) {
-        *lock(&self.ops) = Some(session.sender());
-        *lock(&self.session) = Some((session, prepared));
+    pub fn set_session(&self, session: RunningSession) {
+        *lock(&self.ops) = Some(session.ops());
+        *lock(&self.session) = Some(session);
     }
 
     /// Takes the session out for shutdown (closes our op sender so the session can end).
-    pub fn take_session(&self) -> Option<(SessionHandle, Prepared)> {
+    pub fn take_session(&self) -> Option<RunningSession> {
         lock(&self.ops).take();
         lock(&self.session).take()
     }

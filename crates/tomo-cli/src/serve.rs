@@ -4,21 +4,17 @@
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::Args;
-use tomo_config::profile::Profile;
-use tomo_core::session::start_session;
-use tomo_core::sink::{OutputSink, TextSink};
-use tomo_protocol::Op;
-use tomo_runtime::paths::live2d_models_dir_for;
+use tomo_runtime::paths::{live2d_models_dir_for, profiles_dir_for};
+use tomo_runtime::{ModelInstall, SessionBuilder, SessionFlags, VoiceFlags, VoiceIn, VoiceOut};
 use tomo_server::{Server, ServerConfig};
 
-use crate::LlmFlags;
-use crate::session_env::{SessionFlags, environment, load_profile_or_report};
+use crate::load::load_profile_or_report;
+use crate::models_cmd::InstallProgress;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -48,14 +44,8 @@ pub struct ServeArgs {
     /// the profiles folder).
     #[arg(long)]
     pub models_dir: Option<PathBuf>,
-    /// Text only: no speech synthesis, no speakers.
-    #[arg(long)]
-    pub text: bool,
-    /// Sentences synthesized at the same time, ahead of playback.
-    #[arg(long, default_value_t = 2)]
-    pub tts_workers: usize,
     #[command(flatten)]
-    pub llm: LlmFlags,
+    pub voice: VoiceFlags,
     #[command(flatten)]
     pub session: SessionFlags,
 }
@@ -69,10 +59,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(dir) => Some(dir.clone()),
         None => Some(PathBuf::from("ui/dist")).filter(|d| d.is_dir()),
     };
-    let profiles_dir = args
-        .profiles_dir
-        .clone()
-        .unwrap_or_else(|| folder_of(&args.profile));
+    let profiles_dir = profiles_dir_for(&args.profile, args.profiles_dir.as_deref());
     let models_dir = match &args.models_dir {
         Some(dir) if !dir.is_dir() => bail!("--models-dir {}: no such directory", dir.display()),
         explicit => live2d_models_dir_for(&profiles_dir, explicit.as_deref()),
@@ -88,24 +75,23 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     // Refuse an unsafe bind before the session touches memory, plugins or the LLM.
     config.check()?;
-    // What goes wrong with the speakers is told to the clients too (as `notice` events), not only here.
-    let notices = tomo_runtime::SessionNotices::new();
-    let sink: Arc<dyn OutputSink> = if args.text {
-        Arc::new(TextSink)
-    } else {
-        voice_sink(&profile, args.tts_workers, &notices.notify())
-    };
-    let prepared = environment(&args.profile, &args.llm, &args.session);
-    let (session, events) = start_session(profile, prepared.env.clone(), sink)
-        .await
-        .context("cannot start the session")?;
-    let ops = session.sender();
-    notices.connect(ops.clone());
-    let server = match Server::start(config, ops.clone(), events).await {
+    // What goes wrong with the microphone or the speakers is told to the clients (as `notice` events).
+    let mut builder = SessionBuilder::new(&args.profile, profile).env(args.session.env_options());
+    if !args.voice.text {
+        builder = builder
+            .voice_out(VoiceOut::Speakers {
+                workers: args.voice.tts_workers,
+            })
+            .voice_in(VoiceIn::Microphone {
+                barge_in: args.voice.barge_in,
+            })
+            .install(ModelInstall::Install(InstallProgress::boxed()));
+    }
+    let (session, events) = builder.start().await?;
+    let server = match Server::start(config, session.ops(), events).await {
         Ok(server) => server,
         Err(error) => {
-            ops.send(Op::Shutdown).await.ok();
-            session.join().await;
+            session.shutdown().await;
             return Err(error.into());
         }
     };
@@ -122,6 +108,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &models_dir {
         eprintln!("* your Live2D models from {} (at /live2d/)", dir.display());
     }
+    if let Some(device) = &session.microphone {
+        eprintln!("* listening on the microphone {device}");
+    }
     eprintln!("* Ctrl-C stops the server.");
 
     stop_signal().await;
@@ -129,34 +118,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     if let Err(error) = server.shutdown().await {
         eprintln!("! {error}");
     }
-    ops.send(Op::Shutdown).await.ok();
-    session.join().await;
-    prepared.settle().await;
+    session.shutdown().await;
     Ok(ExitCode::SUCCESS)
-}
-
-/// `profiles/hana.toml` → `profiles`; a bare `hana.toml` → `.`.
-fn folder_of(profile: &Path) -> PathBuf {
-    match profile.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// Speech on this machine's speakers when there are any; otherwise text events only, said once (log + notice).
-fn voice_sink(
-    profile: &Profile,
-    workers: usize,
-    notify: &tomo_runtime::Notify,
-) -> Arc<dyn OutputSink> {
-    let (sink, problem) = tomo_runtime::speaker_sink_or_text(profile, workers);
-    if let Some(error) = problem {
-        // Logged here and sent to the clients as a notice.
-        notify(&format!(
-            "! {error:#}; answers are text only (start with --text to say so)"
-        ));
-    }
-    sink
 }
 
 /// Ctrl-C, or SIGTERM from a service manager or a test harness.

@@ -6,18 +6,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
-use tomo_audio::{WavOutput, segments_from_wav};
-use tomo_core::session::start_session;
+use tomo_audio::segments_from_wav;
 use tomo_protocol::{Event, LatencyOrigin, Op, SessionState};
-use tomo_speech::models::ModelStore;
-use tomo_speech::voice_sink::VoiceSink;
+use tomo_runtime::{SessionBuilder, SessionFlags, VoiceOut, voice};
 
-use crate::LlmFlags;
+use crate::load::load_profile_or_report;
 use crate::render::Renderer;
-use crate::session_env::{SessionFlags, environment, load_profile_or_report};
-use tomo_runtime::voice;
 
 #[derive(Debug, Args)]
 pub struct TalkArgs {
@@ -37,8 +32,6 @@ pub struct TalkArgs {
     #[arg(long, default_value_t = 2)]
     pub tts_workers: usize,
     #[command(flatten)]
-    pub llm: LlmFlags,
-    #[command(flatten)]
     pub session: SessionFlags,
 }
 
@@ -46,50 +39,39 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
     let Some(profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };
-    let store = ModelStore::from_env()?;
-    let missing = voice::missing_models(&store, &profile)?;
-    if !missing.is_empty() {
-        anyhow::bail!(
-            "models missing from {}: {} (install them with `tomo models install`)",
-            store.root.display(),
-            missing.join(", ")
-        );
-    }
-    let mut vad = voice::vad(&store)?;
-    let segments = segments_from_wav(&args.input, &mut vad, &voice::segmenter_config())?;
-    let asr = voice::asr(&profile, &store)?;
-    let mut heard = Vec::new();
-    let mut asr_time = Duration::ZERO;
-    for segment in segments {
-        let (transcript, took) = voice::transcribe(Arc::clone(&asr), segment.samples).await?;
-        asr_time = took; // the last utterance's ASR is what delays the answer
-        if !transcript.text.is_empty() {
-            heard.push(transcript.text);
-        }
-    }
-    let transcript = heard.join(" ");
-    if transcript.is_empty() {
-        eprintln!("{}: no speech found", args.input.display());
-        return Ok(ExitCode::FAILURE);
-    }
-
-    let output = Arc::new(WavOutput::create(&args.output)?);
-    let sink = Arc::new(VoiceSink::new(
-        voice::tts(&profile, &store)?,
-        output.clone(),
-        args.tts_workers,
-    ));
-    let prepared = environment(&args.profile, &args.llm, &args.session);
-    let (session, mut events) = start_session(profile, prepared.env.clone(), sink)
-        .await
-        .context("cannot start the session")?;
-    session.send(Op::SpeechStarted).await?;
-    session
-        .send(Op::SpeechEnded {
-            transcript,
-            asr_ms: asr_time.as_millis() as u64,
+    let asr_profile = profile.clone();
+    // Models must be installed already (`tomo models install`): a file-to-file turn downloads nothing.
+    let (session, mut events) = SessionBuilder::new(&args.profile, profile)
+        .env(args.session.env_options())
+        .voice_out(VoiceOut::Wav {
+            path: args.output.clone(),
+            workers: args.tts_workers,
         })
+        .start()
         .await?;
+    let heard = match &session.store {
+        Some(store) => hear(&asr_profile, store, &args.input).await,
+        None => Err(anyhow::anyhow!("no voice models")),
+    };
+    let (transcript, asr_time) = match heard {
+        Ok(heard) if !heard.0.is_empty() => heard,
+        Ok(_) => {
+            eprintln!("{}: no speech found", args.input.display());
+            session.shutdown().await;
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(error) => {
+            session.shutdown().await;
+            return Err(error);
+        }
+    };
+    let ops = session.ops();
+    ops.send(Op::SpeechStarted).await?;
+    ops.send(Op::SpeechEnded {
+        transcript,
+        asr_ms: asr_time.as_millis() as u64,
+    })
+    .await?;
 
     let mut renderer = Renderer::new(args.json);
     let mut failed = false;
@@ -109,10 +91,8 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
             _ => {}
         }
     }
-    session.send(Op::Shutdown).await.ok();
-    session.join().await;
-    prepared.settle().await;
-    output.finish()?;
+    // The WAV file is complete once the session (and its sink) is gone.
+    session.shutdown().await;
     if let Some(report) = report
         && !args.json
     {
@@ -123,6 +103,28 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What the user said in `input` (real VAD, real ASR), and how long the last utterance's ASR took — the
+/// part that delays the answer.
+async fn hear(
+    profile: &tomo_config::profile::Profile,
+    store: &tomo_speech::models::ModelStore,
+    input: &std::path::Path,
+) -> anyhow::Result<(String, Duration)> {
+    let mut vad = voice::vad(store)?;
+    let segments = segments_from_wav(input, &mut vad, &voice::segmenter_config())?;
+    let asr = voice::asr(profile, store)?;
+    let mut heard = Vec::new();
+    let mut asr_time = Duration::ZERO;
+    for segment in segments {
+        let (transcript, took) = voice::transcribe(Arc::clone(&asr), segment.samples).await?;
+        asr_time = took;
+        if !transcript.text.is_empty() {
+            heard.push(transcript.text);
+        }
+    }
+    Ok((heard.join(" "), asr_time))
 }
 
 pub fn print_report(report: &Event) {

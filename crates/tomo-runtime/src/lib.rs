@@ -1,15 +1,18 @@
-//! What every front end (the `tomo` CLI, the desktop app) needs to run a session in-process: the session
-//! environment and plugin factories ([`env`]), model checks and the first-run install plus the VAD/ASR/TTS
-//! factories ([`voice`]), the microphone front end ([`listen`]) and output sinks ([`sinks`]).
+//! What every front end (the `tomo` CLI, the desktop app) needs to run a session in-process, assembled
+//! one way: [`SessionBuilder`] turns a profile and the shared [`flags`] into a [`RunningSession`] — the
+//! environment and plugin factories ([`env`]), model checks, the first-run install and the VAD/ASR/TTS
+//! factories ([`voice`]), the microphone front end ([`listen`]), and typed [`notices`] for every client.
 
+pub mod builder;
 pub mod env;
+pub mod flags;
 pub mod listen;
 pub mod notices;
 pub mod paths;
-pub mod sinks;
 pub mod voice;
 
+pub use builder::{ModelInstall, RunningSession, SessionBuilder, StartError, VoiceIn, VoiceOut};
 pub use env::{EnvOptions, Prepared, environment};
-pub use listen::{ListenFlags, Notify, start_listening};
-pub use notices::SessionNotices;
-pub use sinks::{speaker_sink, speaker_sink_or_text};
+pub use flags::{SessionFlags, VoiceFlags};
+pub use listen::{ListenFlags, start_listening};
+pub use notices::{Notice, Notify, SessionNotices};

@@ -14,10 +14,8 @@ use tomo_audio::{
 use tomo_protocol::{Event, Op, SessionState};
 use tomo_speech::asr::SpeechToText;
 
+use crate::notices::{Notice, Notify};
 use crate::voice;
-
-/// Something the user should hear about (a front end prints it, logs it or shows it).
-pub type Notify = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Shared switches the front end reads on every frame.
 #[derive(Debug, Clone, Default)]
@@ -114,13 +112,17 @@ fn listen(
     ops: &mpsc::Sender<Op>,
     flags: &ListenFlags,
     segments: &std::sync::mpsc::SyncSender<Vec<f32>>,
-    notify: &(dyn Fn(&str) + Send + Sync),
+    notify: &(dyn Fn(Notice) + Send + Sync),
 ) {
     loop {
         while let Ok(status) = streams.status.try_recv() {
             match status {
-                CaptureStatus::Lost(why) => notify(&format!("! microphone lost ({why}); retrying")),
-                CaptureStatus::Restored(device) => notify(&format!("* microphone back: {device}")),
+                CaptureStatus::Lost(why) => notify(Notice::warning(format!(
+                    "microphone lost ({why}); retrying"
+                ))),
+                CaptureStatus::Restored(device) => {
+                    notify(Notice::info(format!("microphone back: {device}")))
+                }
                 _ => {}
             }
         }
@@ -145,7 +147,7 @@ fn listen(
         match segmenter.push(&frame) {
             Ok(more) => events.extend(more),
             Err(error) => {
-                notify(&format!("! voice detection failed: {error}"));
+                notify(Notice::warning(format!("voice detection failed: {error}")));
                 continue;
             }
         }
@@ -179,7 +181,9 @@ fn spawn_asr(
             let transcript = match asr.transcribe(&samples) {
                 Ok(transcript) => transcript.text,
                 Err(error) => {
-                    notify(&format!("! speech recognition failed: {error}"));
+                    notify(Notice::warning(format!(
+                        "speech recognition failed: {error}"
+                    )));
                     String::new()
                 }
             };

@@ -1,13 +1,51 @@
-//! The front end's one-line notices ("! no microphone …", "* microphone back …") as `notice` ops, so every
-//! client of the session shows them (the desktop app has no terminal). Notices said before the session
-//! exists (models, speakers) are kept and sent once it runs.
+//! What the front end around the session (microphone, speakers, model installer) has to tell the user:
+//! typed notices, sent as `notice` ops so every client of the session shows them (the desktop app has no
+//! terminal). Notices said before the session exists (models, speakers) are kept and sent once it runs.
 
+use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::mpsc;
 use tomo_protocol::{NoticeLevel, Op};
 
-use crate::listen::Notify;
+/// One thing to tell the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub level: NoticeLevel,
+    pub message: String,
+}
+
+impl Notice {
+    /// Something is missing or went wrong; Tomo carries on without it.
+    pub fn warning(message: impl Into<String>) -> Self {
+        Self {
+            level: NoticeLevel::Warning,
+            message: message.into(),
+        }
+    }
+
+    /// Good news or a plain fact ("microphone back").
+    pub fn info(message: impl Into<String>) -> Self {
+        Self {
+            level: NoticeLevel::Info,
+            message: message.into(),
+        }
+    }
+}
+
+/// A terminal line: `! ` for problems, `* ` for information.
+impl fmt::Display for Notice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let marker = match self.level {
+            NoticeLevel::Info => '*',
+            NoticeLevel::Warning | NoticeLevel::Error => '!',
+        };
+        write!(f, "{marker} {}", self.message)
+    }
+}
+
+/// Where the front end's parts send notices.
+pub type Notify = Arc<dyn Fn(Notice) + Send + Sync>;
 
 #[derive(Default)]
 struct Inner {
@@ -26,12 +64,18 @@ impl SessionNotices {
         Self::default()
     }
 
-    /// The callback to hand to the front end's parts (it also logs each line).
+    /// The callback to hand to the front end's parts (it also logs each notice).
     pub fn notify(&self) -> Notify {
         let inner = Arc::clone(&self.inner);
-        Arc::new(move |line: &str| {
-            tracing::warn!("{line}");
-            let op = notice_op(line);
+        Arc::new(move |notice: Notice| {
+            match notice.level {
+                NoticeLevel::Info => tracing::info!("{}", notice.message),
+                NoticeLevel::Warning | NoticeLevel::Error => tracing::warn!("{}", notice.message),
+            }
+            let op = Op::Notice {
+                level: notice.level,
+                message: notice.message,
+            };
             let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
             match &inner.ops {
                 // Full queue: the session is far behind; a notice is not worth blocking the audio thread.
@@ -55,19 +99,6 @@ impl SessionNotices {
     }
 }
 
-/// `! …` is a warning, `* …` information, anything else a warning; the marker is not part of the text.
-pub fn notice_op(line: &str) -> Op {
-    let (level, message) = match line.split_at_checked(2) {
-        Some(("! ", rest)) => (NoticeLevel::Warning, rest),
-        Some(("* ", rest)) => (NoticeLevel::Info, rest),
-        _ => (NoticeLevel::Warning, line),
-    };
-    Op::Notice {
-        level,
-        message: message.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,11 +114,13 @@ mod tests {
     fn early_notices_wait_for_the_session_then_everything_is_forwarded_in_order() {
         let notices = SessionNotices::new();
         let notify = notices.notify();
-        notify("! no speakers (device busy); answers are text only");
+        notify(Notice::warning(
+            "no speakers (device busy); answers are text only",
+        ));
         let (tx, mut rx) = mpsc::channel(8);
         notices.connect(tx);
-        notify("* microphone back: USB headset");
-        notify("plain line");
+        notify(Notice::info("microphone back: USB headset"));
+        notify(Notice::warning("plain line"));
         let mut got = Vec::new();
         while let Ok(op) = rx.try_recv() {
             got.push(op);
@@ -103,5 +136,11 @@ mod tests {
                 notice(NoticeLevel::Warning, "plain line"),
             ]
         );
+    }
+
+    #[test]
+    fn a_notice_reads_as_a_terminal_line() {
+        assert_eq!(Notice::warning("no mic").to_string(), "! no mic");
+        assert_eq!(Notice::info("listening").to_string(), "* listening");
     }
 }

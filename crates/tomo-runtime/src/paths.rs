@@ -18,6 +18,18 @@ pub fn plugins_dir_for(profile: &Path, explicit: Option<&Path>) -> PathBuf {
     }
 }
 
+/// The folder of switchable profiles when not told: the folder of the starting profile
+/// (`profiles/hana.toml` → `profiles`; a bare `hana.toml` → `.`).
+pub fn profiles_dir_for(profile: &Path, explicit: Option<&Path>) -> PathBuf {
+    if let Some(dir) = explicit {
+        return dir.to_path_buf();
+    }
+    match profile.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// The user's own Live2D models: `assets/live2d/` beside the profiles folder (the repository layout:
 /// profiles/, assets/live2d/<folder>/), else `./assets/live2d`; `None` when neither exists (only the
 /// models bundled with the UI are offered then). An explicit folder is taken as is.

@@ -1,0 +1,330 @@
+//! One way to assemble a session, for every front end: profile + flags → models (installed on first
+//! run), voice out (speakers, a WAV file or text), voice in (the microphone or none), plugins, the
+//! session itself, and a [`RunningSession`] with one [`RunningSession::shutdown`]. Every missing piece
+//! degrades (no speakers → text answers; no microphone → typing) and is said once as a notice.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tomo_audio::{RodioOutput, WavOutput};
+use tomo_config::profile::Profile;
+use tomo_core::session::{SessionHandle, start_session};
+use tomo_core::sink::{OutputSink, TextSink};
+use tomo_plugin_api::hooks::Hook;
+use tomo_protocol::{EventEnvelope, Op};
+use tomo_speech::models::{InstallEvent, ModelStore};
+use tomo_speech::voice_sink::VoiceSink;
+
+use crate::env::{EnvOptions, Prepared, environment};
+use crate::listen::{ListenFlags, start_listening};
+use crate::notices::{Notice, Notify, SessionNotices};
+use crate::voice;
+
+/// Where answers go.
+#[derive(Debug, Clone)]
+pub enum VoiceOut {
+    /// Text events only.
+    Text,
+    /// The profile's voice on its output device; `workers` sentences synthesized ahead of playback.
+    Speakers { workers: usize },
+    /// The profile's voice into a WAV file: exactly what would have been played.
+    Wav { path: PathBuf, workers: usize },
+}
+
+/// Where the user's voice comes from.
+#[derive(Debug, Clone)]
+pub enum VoiceIn {
+    /// Typed (or transcribed by the front end itself, e.g. from a file).
+    None,
+    /// The profile's input device (or the default). `barge_in`: keep listening while the character
+    /// speaks (headsets).
+    Microphone { barge_in: bool },
+}
+
+/// What to do when the profile needs models that are not installed.
+pub enum ModelInstall {
+    /// Install them, reporting progress (first run).
+    Install(Box<dyn FnMut(InstallEvent) + Send>),
+    /// Do not download: the voice degrades (or, for a WAV output, the start fails) with a hint.
+    Require,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot start the session: {0}")]
+    Session(#[from] tomo_core::session::CharacterError),
+    /// Only for outputs that cannot degrade (a WAV file): speakers fall back to text instead.
+    #[error("{0:#}")]
+    Voice(anyhow::Error),
+}
+
+/// Builds a session. Front ends set what differs and call [`SessionBuilder::start`].
+pub struct SessionBuilder {
+    profile_path: PathBuf,
+    profile: Profile,
+    env: EnvOptions,
+    voice_in: VoiceIn,
+    voice_out: VoiceOut,
+    install: ModelInstall,
+    notices: SessionNotices,
+    extra_hooks: Vec<Arc<dyn Hook>>,
+    flags: ListenFlags,
+}
+
+impl SessionBuilder {
+    /// A text session for `profile` (loaded from `profile_path`, which locates its plugins).
+    pub fn new(profile_path: &Path, profile: Profile) -> Self {
+        Self {
+            profile_path: profile_path.to_path_buf(),
+            profile,
+            env: EnvOptions::default(),
+            voice_in: VoiceIn::None,
+            voice_out: VoiceOut::Text,
+            install: ModelInstall::Require,
+            notices: SessionNotices::new(),
+            extra_hooks: Vec::new(),
+            flags: ListenFlags::default(),
+        }
+    }
+
+    /// Share the microphone's switches with the front end (the desktop tray reads the mute state).
+    pub fn listen_flags(mut self, flags: ListenFlags) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    pub fn env(mut self, env: EnvOptions) -> Self {
+        self.env = env;
+        self
+    }
+
+    pub fn voice_in(mut self, voice_in: VoiceIn) -> Self {
+        self.voice_in = voice_in;
+        self
+    }
+
+    pub fn voice_out(mut self, voice_out: VoiceOut) -> Self {
+        self.voice_out = voice_out;
+        self
+    }
+
+    pub fn install(mut self, install: ModelInstall) -> Self {
+        self.install = install;
+        self
+    }
+
+    /// Hooks of the embedding program, run after the profile's hook plugins.
+    pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.extra_hooks.push(hook);
+        self
+    }
+
+    /// Where the front end's own notices go (they reach every client once the session runs).
+    pub fn notify(&self) -> Notify {
+        self.notices.notify()
+    }
+
+    /// Starts everything; the session's events (from `session_ready` on) come on the receiver.
+    pub async fn start(
+        self,
+    ) -> Result<(RunningSession, mpsc::UnboundedReceiver<EventEnvelope>), StartError> {
+        let notify = self.notices.notify();
+        let wants_voice =
+            !matches!(self.voice_out, VoiceOut::Text) || !matches!(self.voice_in, VoiceIn::None);
+        let store = if wants_voice {
+            match prepare_models(&self.profile, self.install).await {
+                Ok(store) => Some(store),
+                // A file was asked for: nothing to degrade to.
+                Err(error) if matches!(self.voice_out, VoiceOut::Wav { .. }) => {
+                    return Err(StartError::Voice(error));
+                }
+                Err(error) => {
+                    notify(Notice::warning(format!(
+                        "voice models unavailable ({error:#}); text only"
+                    )));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let sink = output_sink(&self.profile, &self.voice_out, store.as_ref(), &notify)?;
+        let listener = match (&self.voice_in, &store) {
+            (VoiceIn::Microphone { barge_in }, Some(store)) => {
+                match (voice::vad(store), voice::asr(&self.profile, store)) {
+                    (Ok(vad), Ok(asr)) => Some((vad, asr, *barge_in)),
+                    (Err(error), _) | (_, Err(error)) => {
+                        notify(Notice::warning(format!(
+                            "no speech input ({error:#}); type your messages"
+                        )));
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let input_device = self.profile.asr.input_device.clone();
+        let mut prepared = environment(&self.profile_path, &self.env);
+        prepared.env.extra_hooks.extend(self.extra_hooks);
+        let (handle, events) = start_session(self.profile, prepared.env.clone(), sink).await?;
+        let ops = handle.sender();
+        self.notices.connect(ops.clone());
+
+        let flags = ListenFlags {
+            barge_in: listener.as_ref().is_some_and(|(.., barge_in)| *barge_in),
+            ..self.flags
+        };
+        let microphone = listener.and_then(|(vad, asr, _)| {
+            match start_listening(
+                input_device,
+                vad,
+                asr,
+                ops.clone(),
+                flags.clone(),
+                Arc::clone(&notify),
+            ) {
+                Ok(device) => Some(device),
+                Err(error) => {
+                    notify(Notice::warning(format!(
+                        "no microphone ({error}); type your messages"
+                    )));
+                    None
+                }
+            }
+        });
+        // The microphone front end follows the session (speaking, mute, push-to-talk) from its events,
+        // before the front end sees them.
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        tokio::spawn(follow_events(events, flags.clone(), events_tx));
+        let running = RunningSession {
+            handle,
+            ops,
+            prepared,
+            flags,
+            microphone,
+            store,
+        };
+        Ok((running, events_rx))
+    }
+}
+
+async fn follow_events(
+    mut events: mpsc::UnboundedReceiver<EventEnvelope>,
+    flags: ListenFlags,
+    out: mpsc::UnboundedSender<EventEnvelope>,
+) {
+    while let Some(envelope) = events.recv().await {
+        flags.follow(&envelope.event);
+        if out.send(envelope).is_err() {
+            // Nobody reads the events any more; the session still needs its microphone switches.
+            while let Some(envelope) = events.recv().await {
+                flags.follow(&envelope.event);
+            }
+            return;
+        }
+    }
+}
+
+/// The model store with what the profile's voice needs, installed on the first run.
+async fn prepare_models(profile: &Profile, install: ModelInstall) -> anyhow::Result<ModelStore> {
+    let store = ModelStore::from_env()?;
+    {
+        match install {
+            ModelInstall::Install(mut on_event) => {
+                let install_store = store.clone();
+                let install_profile = profile.clone();
+                let installed = tokio::task::spawn_blocking(move || {
+                    voice::install_missing(&install_store, &install_profile, &mut *on_event)
+                })
+                .await??;
+                if !installed.is_empty() {
+                    tracing::info!(models = ?installed, root = %store.root.display(), "first run: models installed");
+                }
+            }
+            ModelInstall::Require => {
+                let missing = voice::missing_models(&store, profile)?;
+                if !missing.is_empty() {
+                    anyhow::bail!(
+                        "models missing from {}: {} (install them with `tomo models install`)",
+                        store.root.display(),
+                        missing.join(", ")
+                    );
+                }
+            }
+        }
+    }
+    Ok(store)
+}
+
+fn output_sink(
+    profile: &Profile,
+    voice_out: &VoiceOut,
+    store: Option<&ModelStore>,
+    notify: &Notify,
+) -> Result<Arc<dyn OutputSink>, StartError> {
+    let (workers, device) = match voice_out {
+        VoiceOut::Text => return Ok(Arc::new(TextSink)),
+        VoiceOut::Speakers { workers } => (*workers, None),
+        VoiceOut::Wav { path, workers } => (*workers, Some(path)),
+    };
+    let voiced = store
+        .ok_or_else(|| anyhow::anyhow!("no voice models"))
+        .and_then(|store| {
+            let tts = voice::tts(profile, store)?;
+            let output: Arc<dyn tomo_audio::output::AudioOutput> = match device {
+                Some(path) => Arc::new(WavOutput::create(path)?),
+                None => Arc::new(
+                    RodioOutput::open(profile.tts.output_device.as_deref())
+                        .map_err(|e| anyhow::anyhow!("no speakers ({e})"))?,
+                ),
+            };
+            // A character switch swaps the voice too.
+            let sink =
+                VoiceSink::new(tts, output, workers).with_voices(voice::voice_builder(store));
+            anyhow::Ok(Arc::new(sink) as Arc<dyn OutputSink>)
+        });
+    match voiced {
+        Ok(sink) => Ok(sink),
+        // A file was asked for: nothing to degrade to.
+        Err(error) if device.is_some() => Err(StartError::Voice(error)),
+        Err(error) => {
+            notify(Notice::warning(format!("{error:#}; answers are text only")));
+            Ok(Arc::new(TextSink))
+        }
+    }
+}
+
+/// A session that runs, with what its front end needs.
+pub struct RunningSession {
+    handle: SessionHandle,
+    ops: mpsc::Sender<Op>,
+    prepared: Prepared,
+    flags: ListenFlags,
+    /// The microphone's name when the session listens.
+    pub microphone: Option<String>,
+    /// The model store, when the voice models are there.
+    pub store: Option<ModelStore>,
+}
+
+impl RunningSession {
+    /// Sends ops to the session.
+    pub fn ops(&self) -> mpsc::Sender<Op> {
+        self.ops.clone()
+    }
+
+    /// The switches the microphone front end reads (speaking, mute, push-to-talk).
+    pub fn listen_flags(&self) -> &ListenFlags {
+        &self.flags
+    }
+
+    /// The one way to stop: finish the turn's bookkeeping (history flushed), stop the session, and give
+    /// background memory work a bounded moment to finish.
+    pub async fn shutdown(self) {
+        self.ops.send(Op::Shutdown).await.ok();
+        drop(self.ops);
+        self.handle.join().await;
+        let _ = tokio::time::timeout(Duration::from_secs(30), self.prepared.settle()).await;
+    }
+}

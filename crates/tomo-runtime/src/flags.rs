@@ -1,0 +1,61 @@
+//! The command-line flags every front end that runs a session shares (`tomo chat|run|serve|talk` and the
+//! desktop app), declared once. A flag wins over its environment variable, which wins over the profile.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::env::EnvOptions;
+
+/// Where the session's LLM, plugins and data are.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SessionFlags {
+    /// OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (Ollama).
+    #[arg(long, env = "TOMO_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+    /// Model name on that server.
+    #[arg(long, env = "TOMO_LLM_MODEL")]
+    pub llm_model: Option<String>,
+    /// Plugin manifests folder (default: `plugins/` next to the profile's folder).
+    #[arg(long, env = "TOMO_PLUGINS_DIR")]
+    pub plugins_dir: Option<PathBuf>,
+    /// Where characters keep history, diaries and memories (default: the platform data dir).
+    #[arg(long, env = "TOMO_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+impl SessionFlags {
+    pub fn env_options(&self) -> EnvOptions {
+        EnvOptions {
+            plugins_dir: self.plugins_dir.clone(),
+            data_dir: self.data_dir.clone(),
+            llm_base_url: self.llm_base_url.clone(),
+            llm_model: self.llm_model.clone(),
+        }
+    }
+}
+
+/// How the voice runs, for front ends with a microphone and speakers.
+#[derive(Debug, Args, Clone)]
+pub struct VoiceFlags {
+    /// Text only: no microphone, no speech.
+    #[arg(long, env = "TOMO_TEXT_ONLY", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub text: bool,
+    /// Keep listening while the character speaks (for headsets: with speakers it would hear itself).
+    #[arg(long)]
+    pub barge_in: bool,
+    /// Sentences synthesized at the same time, ahead of playback.
+    #[arg(long, default_value_t = 2)]
+    pub tts_workers: usize,
+}
+
+impl Default for VoiceFlags {
+    fn default() -> Self {
+        Self {
+            text: false,
+            barge_in: false,
+            tts_workers: 2,
+        }
+    }
+}
