@@ -37,6 +37,16 @@ pub enum SinkError {
     Voice(String),
 }
 
+impl SinkError {
+    /// A device may come back (the next sentence reopens it); a voice that did not switch stays as it was.
+    pub fn is_recoverable(&self) -> bool {
+        match self {
+            Self::Unavailable(_) | Self::Interrupted => true,
+            Self::Voice(_) => false,
+        }
+    }
+}
+
 pub trait OutputSink: Send + Sync {
     /// Called once when a session starts using the sink. Sinks that report events keep the handle.
     fn attach(&self, _events: SinkEvents) {}

@@ -346,9 +346,13 @@ pub enum Event {
     PlaybackDrained {
         turn_id: TurnId,
     },
+    /// Something failed; the session goes on (an error event never ends it).
     Error {
         code: ErrorCode,
         message: String,
+        /// `true`: only this attempt failed (a turn, an op, a sentence); the next one starts afresh.
+        /// `false`: what failed stays off until something changes — a plugin that did not load, a voice
+        /// that did not switch, a sensor that is not running.
         recoverable: bool,
     },
     /// Microphone mute or do-not-disturb changed (after `set_mic_muted` / `set_do_not_disturb`).

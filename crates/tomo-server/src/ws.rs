@@ -122,7 +122,7 @@ fn error_frame(message: &str) -> Utf8Bytes {
     control(&ServerFrame::Error {
         code: ErrorCode::InvalidOp,
         message: message.to_owned(),
-        // The connection stays open: the client can send a better frame.
+        // Only this frame was refused; the connection stays open.
         recoverable: true,
     })
 }

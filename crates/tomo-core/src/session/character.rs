@@ -75,6 +75,15 @@ pub enum CharacterError {
     History(#[from] HistoryError),
 }
 
+impl CharacterError {
+    pub fn code(&self) -> tomo_protocol::ErrorCode {
+        match self {
+            Self::Llm(error) => error.code(),
+            Self::History(_) => tomo_protocol::ErrorCode::History,
+        }
+    }
+}
+
 pub struct Character {
     pub profile: Profile,
     pub client: LlmClient,

@@ -17,19 +17,32 @@ pub struct HookFailure {
     pub message: String,
 }
 
+/// Why a hook did not deliver.
+#[derive(Debug, thiserror::Error)]
+enum HookOutcome {
+    #[error("{}", .0.0)]
+    Failed(HookError),
+    #[error("the hook panicked")]
+    Panicked,
+    #[error("the hook was cancelled")]
+    Cancelled,
+    #[error("timed out after {0:?}")]
+    TimedOut(Duration),
+}
+
 async fn guarded<T: Send + 'static>(
     future: BoxFuture<'static, Result<T, HookError>>,
     timeout: Duration,
-) -> Result<T, String> {
+) -> Result<T, HookOutcome> {
     let mut task = tokio::spawn(future);
     match tokio::time::timeout(timeout, &mut task).await {
         Ok(Ok(Ok(value))) => Ok(value),
-        Ok(Ok(Err(error))) => Err(error.0),
-        Ok(Err(join)) if join.is_panic() => Err("the hook panicked".to_owned()),
-        Ok(Err(_)) => Err("the hook was cancelled".to_owned()),
+        Ok(Ok(Err(error))) => Err(HookOutcome::Failed(error)),
+        Ok(Err(join)) if join.is_panic() => Err(HookOutcome::Panicked),
+        Ok(Err(_)) => Err(HookOutcome::Cancelled),
         Err(_) => {
             task.abort();
-            Err(format!("timed out after {timeout:?}"))
+            Err(HookOutcome::TimedOut(timeout))
         }
     }
 }
@@ -51,30 +64,46 @@ pub async fn before_turn(
         match outcome {
             Ok(Some(block)) if !block.trim().is_empty() => blocks.push(block.trim().to_owned()),
             Ok(_) => {}
-            Err(message) => failures.push(HookFailure {
+            Err(outcome) => failures.push(HookFailure {
                 hook,
                 stage: HookStage::BeforeTurn,
-                message,
+                message: outcome.to_string(),
             }),
         }
     }
     (blocks, failures)
 }
 
+/// The stages that run after a turn's text exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterStage {
+    /// The text is complete (audio may still play).
+    Turn,
+    /// The sink drained: the last sentence was heard.
+    Playback,
+}
+
+impl From<AfterStage> for HookStage {
+    fn from(stage: AfterStage) -> Self {
+        match stage {
+            AfterStage::Turn => HookStage::AfterTurn,
+            AfterStage::Playback => HookStage::AfterPlayback,
+        }
+    }
+}
+
 /// Runs `on_after_turn` or `on_after_playback` of every hook.
 pub async fn after(
     hooks: &[Arc<dyn Hook>],
-    stage: HookStage,
+    stage: AfterStage,
     turn: Arc<TurnRecord>,
     ctx: Arc<HookContext>,
     timeout: Duration,
 ) -> Vec<HookFailure> {
     let runs = hooks.iter().map(|hook| {
         let future = match stage {
-            HookStage::AfterPlayback => hook.on_after_playback(Arc::clone(&turn), Arc::clone(&ctx)),
-            HookStage::AfterTurn | HookStage::BeforeTurn => {
-                hook.on_after_turn(Arc::clone(&turn), Arc::clone(&ctx))
-            }
+            AfterStage::Playback => hook.on_after_playback(Arc::clone(&turn), Arc::clone(&ctx)),
+            AfterStage::Turn => hook.on_after_turn(Arc::clone(&turn), Arc::clone(&ctx)),
         };
         async move { (hook.name().to_owned(), guarded(future, timeout).await) }
     });
@@ -82,10 +111,10 @@ pub async fn after(
         .await
         .into_iter()
         .filter_map(|(hook, outcome)| {
-            outcome.err().map(|message| HookFailure {
+            outcome.err().map(|outcome| HookFailure {
                 hook,
-                stage,
-                message,
+                stage: stage.into(),
+                message: outcome.to_string(),
             })
         })
         .collect()

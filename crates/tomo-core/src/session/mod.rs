@@ -248,7 +248,8 @@ impl Coordinator {
             self.emit(Event::Error {
                 code: ErrorCode::Plugin,
                 message: format!("plugin `{}`: {}", problem.plugin, problem.message),
-                recoverable: true,
+                // The plugin stays out until its manifest or the profile is fixed.
+                recoverable: false,
             });
         }
         let skipped = self.character.history_skipped_lines;
@@ -322,11 +323,11 @@ impl Coordinator {
             Op::SwitchProfile { path } => self.switch_profile(Path::new(&path)).await,
             Op::Notice { level, message } => self.emit(Event::Notice { level, message }),
             Op::ListSensorTargets { plugin } => {
-                if let Err(message) = self.plugins.command(&plugin, SensorCommand::ListTargets) {
+                if let Err(error) = self.plugins.command(&plugin, SensorCommand::ListTargets) {
                     self.emit(Event::Error {
                         code: ErrorCode::Plugin,
-                        message,
-                        recoverable: true,
+                        message: error.to_string(),
+                        recoverable: error.is_recoverable(),
                     });
                 }
             }
@@ -373,11 +374,11 @@ impl Coordinator {
                 } else {
                     SensorCommand::Stop
                 };
-                if let Err(message) = self.plugins.command(&plugin, command) {
+                if let Err(error) = self.plugins.command(&plugin, command) {
                     self.emit(Event::Error {
                         code: ErrorCode::Plugin,
-                        message,
-                        recoverable: true,
+                        message: error.to_string(),
+                        recoverable: error.is_recoverable(),
                     });
                 }
             }
@@ -487,6 +488,7 @@ impl Coordinator {
                 self.emit(Event::Error {
                     code: ErrorCode::Profile,
                     message: error.to_string(),
+                    // The current character stays; another switch starts afresh.
                     recoverable: true,
                 });
                 return;
@@ -499,7 +501,7 @@ impl Coordinator {
         let label = path.display().to_string();
         if let Err(error) = self.reload(loaded.profile, &label).await {
             self.emit(Event::Error {
-                code: ErrorCode::Profile,
+                code: error.code(),
                 message: format!("cannot switch to {label}: {error}"),
                 recoverable: true,
             });
@@ -534,8 +536,9 @@ impl Coordinator {
             Err(error) => {
                 self.env.llm = previous;
                 self.emit(Event::Error {
-                    code: ErrorCode::LlmUnreachable,
+                    code: error.code(),
                     message: format!("cannot use {}: {error}", choice.base_url),
+                    // The previous endpoint stays in use.
                     recoverable: true,
                 });
             }
@@ -551,7 +554,7 @@ impl Coordinator {
             self.emit(Event::Error {
                 code: ErrorCode::Output,
                 message: format!("{label}: {error}; keeping the previous voice"),
-                recoverable: true,
+                recoverable: error.is_recoverable(),
             });
         }
         // The old character's sensors stop watching before the new one's start.

@@ -98,20 +98,27 @@ impl PluginTasks {
     }
 
     /// Sends `command` to the sensor of `plugin`.
-    pub(crate) fn command(&self, plugin: &str, command: SensorCommand) -> Result<(), String> {
+    pub(crate) fn command(
+        &self,
+        plugin: &str,
+        command: SensorCommand,
+    ) -> Result<(), SensorCommandError> {
         let Some((_, tx)) = self.sensors.iter().find(|(id, _)| id == plugin) else {
             let running: Vec<&str> = self.sensors.iter().map(|(id, _)| id.as_str()).collect();
-            return Err(format!(
-                "no sensor plugin `{plugin}` is running (running: {})",
-                if running.is_empty() {
+            return Err(SensorCommandError::NotRunning {
+                plugin: plugin.to_owned(),
+                running: if running.is_empty() {
                     "none".to_owned()
                 } else {
                     running.join(", ")
-                }
-            ));
+                },
+            });
         };
         tx.try_send(command)
-            .map_err(|e| format!("sensor `{plugin}` is not taking commands: {e}"))
+            .map_err(|error| SensorCommandError::Busy {
+                plugin: plugin.to_owned(),
+                reason: error.to_string(),
+            })
     }
 
     /// Cancels every task and waits for them (aborting any that do not stop in time).
@@ -122,6 +129,25 @@ impl PluginTasks {
                 tracing::warn!("a plugin task did not stop when cancelled; aborting it");
                 task.abort();
             }
+        }
+    }
+}
+
+/// Why a sensor command (start, stop, list targets) was not delivered.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SensorCommandError {
+    #[error("no sensor plugin `{plugin}` is running (running: {running})")]
+    NotRunning { plugin: String, running: String },
+    #[error("sensor `{plugin}` is not taking commands: {reason}")]
+    Busy { plugin: String, reason: String },
+}
+
+impl SensorCommandError {
+    /// A busy sensor may take the next command; a plugin that is not running will not appear by itself.
+    pub(crate) fn is_recoverable(&self) -> bool {
+        match self {
+            Self::NotRunning { .. } => false,
+            Self::Busy { .. } => true,
         }
     }
 }

@@ -18,7 +18,7 @@ use tomo_llm::ChatMessage;
 use tomo_llm::agent::{self, AgentError, TurnItem, TurnTranscript};
 use tomo_llm::tools::ToolContext;
 use tomo_plugin_api::hooks::{HookContext, TurnRecord};
-use tomo_protocol::{ErrorCode, Event, HookStage, TurnId};
+use tomo_protocol::{ErrorCode, Event, TurnId};
 
 /// What a turn task tells the coordinator.
 #[derive(Debug)]
@@ -203,6 +203,7 @@ async fn execute(
             reporter.event(Event::Error {
                 code: error.code(),
                 message: error.to_string(),
+                // This turn failed; the next one asks the model afresh.
                 recoverable: true,
             });
             let _ = sink.finish_turn(turn_id).await;
@@ -222,7 +223,7 @@ async fn finish_output(
 ) {
     let after_turn = hooks::after(
         &character.hooks,
-        HookStage::AfterTurn,
+        hooks::AfterStage::Turn,
         Arc::clone(&turn),
         Arc::clone(&hook_ctx),
         character.hook_timeout,
@@ -240,7 +241,7 @@ async fn finish_output(
             reporter.event(Event::PlaybackDrained { turn_id });
             let failures = hooks::after(
                 &character.hooks,
-                HookStage::AfterPlayback,
+                hooks::AfterStage::Playback,
                 turn,
                 hook_ctx,
                 character.hook_timeout,
@@ -258,7 +259,7 @@ async fn finish_output(
         Err(error) => reporter.event(Event::Error {
             code: ErrorCode::Output,
             message: error.to_string(),
-            recoverable: true,
+            recoverable: error.is_recoverable(),
         }),
     }
 }
@@ -287,7 +288,7 @@ impl Spoken {
                         reporter.event(Event::Error {
                             code: ErrorCode::Output,
                             message: error.to_string(),
-                            recoverable: true,
+                            recoverable: error.is_recoverable(),
                         });
                     }
                 }
@@ -388,6 +389,7 @@ fn history_error(error: &crate::history::HistoryError) -> Event {
     Event::Error {
         code: ErrorCode::History,
         message: error.to_string(),
+        // This turn is not stored; the next write starts afresh.
         recoverable: true,
     }
 }
