@@ -3,6 +3,7 @@
 // profiles of fixtures/, the LLM stub of llm-stub.mjs, and a throwaway data directory (history must not leak
 // between runs or into the user's own). The binary is TOMO_BIN, else the cargo target dir's debug build.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,7 +29,11 @@ export async function startReal({ repoRoot, distDir, fixturesDir, llmBaseUrl, vo
   cpSync(join(fixturesDir, 'cubism4', 'cubie'), join(modelsDir, 'cubie'), { recursive: true });
   const env = { ...process.env, TOMO_LLM_BASE_URL: llmBaseUrl, TOMO_DATA_DIR: dataDir, TOMO_PLUGINS_DIR: join(repoRoot, 'plugins') };
   // A key or token from the developer's shell would change what the server demands or sends.
-  for (const k of ['TOMO_LLM_API_KEY', 'TOMO_SERVER_TOKEN', 'TOMO_LLM_MODEL']) delete env[k];
+  for (const k of ['TOMO_LLM_API_KEY', 'TOMO_LLM_MODEL']) delete env[k];
+  // The per-run access token, chosen here so the test can open the page with it (as a user opens the
+  // address `tomo serve` prints).
+  const token = randomBytes(24).toString('hex');
+  env.TOMO_SERVER_TOKEN = token;
   const args = [
     'serve', ...(voice ? [] : ['--text']), '--port', '0',
     '--profile', join(fixturesDir, 'hana.toml'), '--profiles-dir', fixturesDir, '--ui-dir', distDir,
@@ -57,7 +62,10 @@ export async function startReal({ repoRoot, distDir, fixturesDir, llmBaseUrl, vo
   });
 
   return {
-    url,
+    /** The page, with the token (the page keeps it for its socket). */
+    url: `${url}?token=${token}`,
+    /** An API path of the server, with the token. */
+    api: (path) => `${url}${path}?token=${token}`,
     get stderr() {
       return stderr;
     },

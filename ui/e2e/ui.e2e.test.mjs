@@ -245,7 +245,7 @@ test('reconnect mid-turn: missed events arrive once', async () => {
   assert.equal(await page.evaluate(() => window.__tomo.gaps()), 0);
   let latest = null;
   if (stub) latest = stub.events.at(-1).seq;
-  if (real) latest = (await (await fetch(new URL('health', real.url))).json()).latest_seq;
+  if (real) latest = (await (await fetch(real.api('health'))).json()).latest_seq;
   if (latest !== null) {
     assert.ok(latest > seqAtDrop, 'the turn went on after the drop');
     assert.equal(applied.at(-1), latest);

@@ -30,10 +30,15 @@ pub struct ServeArgs {
     /// Allow binding a non-loopback address (anyone who can reach it and has the token drives the session).
     #[arg(long)]
     pub allow_remote: bool,
-    /// Access token every request must carry (Authorization: Bearer, or ?token=). Prefer the environment
-    /// variable: flags show up in `ps`.
+    /// Access token every request must carry (Authorization: Bearer, ?token=, or the cookie the printed
+    /// address sets). Made up anew for every run when not given. Prefer the environment variable: flags
+    /// show up in `ps`.
     #[arg(long, env = "TOMO_SERVER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Another browser origin allowed to open the socket (for UI development, e.g.
+    /// http://localhost:5173). Repeatable.
+    #[arg(long = "allow-origin")]
+    pub allowed_origins: Vec<String>,
     /// The built web UI (default: ui/dist if it exists).
     #[arg(long)]
     pub ui_dir: Option<PathBuf>,
@@ -64,10 +69,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(dir) if !dir.is_dir() => bail!("--models-dir {}: no such directory", dir.display()),
         explicit => live2d_models_dir_for(&profiles_dir, explicit.as_deref()),
     };
+    // Loopback is not a trust boundary: without a token any local process could drive the session, so
+    // a loopback server makes one up. Exposing the session on a network needs one the user chose.
+    let token = match args.token.clone().filter(|t| !t.is_empty()) {
+        Some(token) => Some(token),
+        None if args.bind.is_loopback() => Some(tomo_server::auth::generate_token()?),
+        None => None,
+    };
     let config = ServerConfig {
         addr: SocketAddr::new(args.bind, args.port),
         allow_remote: args.allow_remote,
-        token: args.token.clone(),
+        token: token.clone(),
+        allowed_origins: args.allowed_origins.clone(),
         ui_dir: ui_dir.clone(),
         models_dir: models_dir.clone(),
         profiles_dir: Some(profiles_dir),
@@ -99,6 +112,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Tests and scripts read this line to learn the port.
     println!("listening on http://{addr}/");
     std::io::stdout().flush().ok();
+    // The address with the token: the page keeps it in a cookie, so only this browser gets in.
+    if let Some(token) = &token {
+        eprintln!("* open http://{addr}/?token={token}");
+    }
     match &ui_dir {
         Some(dir) => eprintln!("* UI from {}; socket at ws://{addr}/ws", dir.display()),
         None => {

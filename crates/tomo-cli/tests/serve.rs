@@ -19,6 +19,8 @@ fn repo(path: &str) -> PathBuf {
         .join(path)
 }
 
+const TOKEN: &str = "test-token-0123456789abcdef";
+
 #[tokio::test]
 async fn serve_runs_a_turn_over_websocket_and_stops_on_sigterm() {
     let llm = ScriptedServer::start(vec![script::text_reply(
@@ -31,7 +33,7 @@ async fn serve_runs_a_turn_over_websocket_and_stops_on_sigterm() {
         .env_remove("TOMO_LLM_MODEL")
         .env_remove("TOMO_LLM_API_KEY")
         .env_remove("TOMO_PLUGINS_DIR")
-        .env_remove("TOMO_SERVER_TOKEN")
+        .env("TOMO_SERVER_TOKEN", TOKEN)
         .env("TOMO_LLM_BASE_URL", llm.base_url())
         .env("TOMO_DATA_DIR", data.path())
         .env("RUST_LOG", "warn")
@@ -61,7 +63,7 @@ async fn serve_runs_a_turn_over_websocket_and_stops_on_sigterm() {
     );
 
     let profiles: Value = serde_json::from_str(
-        &reqwest::get(format!("{base}/api/profiles"))
+        &reqwest::get(format!("{base}/api/profiles?token={TOKEN}"))
             .await
             .unwrap()
             .text()
@@ -80,7 +82,7 @@ async fn serve_runs_a_turn_over_websocket_and_stops_on_sigterm() {
         "{profiles}"
     );
 
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws"))
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws?token={TOKEN}"))
         .await
         .unwrap();
     let mut frames = Vec::new();

@@ -166,7 +166,7 @@ impl SessionBuilder {
             _ => None,
         };
         let input_device = self.profile.asr.input_device.clone();
-        let mut prepared = environment(&self.profile_path, &self.env);
+        let mut prepared = environment(&self.profile_path, &self.profile, &self.env);
         prepared.env.extra_hooks.extend(self.extra_hooks);
         let (handle, events) = start_session(self.profile, prepared.env.clone(), sink).await?;
         let ops = handle.sender();

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tomo_config::profile::Profile;
 use tomo_core::session::{Environment, LlmOverrides, default_data_root};
 use tomo_memory::MemoryPluginFactory;
 use tomo_plugin_api::PluginFactory;
@@ -37,7 +38,8 @@ impl Prepared {
     }
 }
 
-pub fn environment(profile_path: &Path, options: &EnvOptions) -> Prepared {
+/// The environment for `profile` (loaded from `profile_path`, which locates its plugins).
+pub fn environment(profile_path: &Path, profile: &Profile, options: &EnvOptions) -> Prepared {
     let memory = Arc::new(MemoryPluginFactory::new());
     let mut factories: Vec<Arc<dyn PluginFactory>> = vec![
         memory.clone(),
@@ -60,6 +62,13 @@ pub fn environment(profile_path: &Path, options: &EnvOptions) -> Prepared {
             api_key: std::env::var("TOMO_LLM_API_KEY")
                 .ok()
                 .filter(|k| !k.is_empty()),
+            // The key is for the endpoint Tomo starts with; `set_llm` to another host sends it nowhere.
+            api_key_origin: tomo_config::keys::origin(
+                options
+                    .llm_base_url
+                    .as_deref()
+                    .unwrap_or(&profile.llm.base_url),
+            ),
         },
         llm_connector: Arc::new(tomo_openai::OpenAiConnector),
         hook_timeout: Duration::from_secs(5),

@@ -11,26 +11,18 @@ use subtle::ConstantTimeEq;
 
 use crate::AppState;
 
-/// Runs before every route: with a token, the request must carry it; without one (loopback only), the
-/// `Host` must be a loopback name so a web page whose domain resolves to 127.0.0.1 (DNS rebinding) cannot
-/// reach the session from the user's browser.
+/// Runs before every route. On a loopback bind the `Host` must be a loopback name, so a web page whose
+/// domain resolves to 127.0.0.1 (DNS rebinding) cannot reach the session from the user's browser. With a
+/// token (`tomo serve` always has one: loopback is not a trust boundary, any local process or web page can
+/// connect), the request must carry it: `Authorization: Bearer`, `?token=`, or the cookie a browser got
+/// when it opened the address `tomo serve` printed (`/?token=…`), which is what lets the page's own
+/// assets and WebSocket through without the token in every URL.
 pub(crate) async fn guard(
     State(state): State<Arc<AppState>>,
     request: Request,
     next: Next,
 ) -> Response {
-    if let Some(token) = &state.token {
-        let presented = bearer(request.headers())
-            .or_else(|| query_param(request.uri().query().unwrap_or(""), "token"));
-        if !presented.is_some_and(|p| same_secret(p.as_bytes(), token.as_bytes())) {
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                "missing or wrong token (Authorization: Bearer <token> or ?token=<token>)\n",
-            )
-                .into_response();
-        }
-    } else if state.loopback_only {
+    if state.loopback {
         let host = request
             .headers()
             .get(header::HOST)
@@ -44,29 +36,79 @@ pub(crate) async fn guard(
                 .into_response();
         }
     }
-    next.run(request).await
+    let Some(token) = &state.token else {
+        return next.run(request).await;
+    };
+    let valid = |presented: &str| same_secret(presented.as_bytes(), token.as_bytes());
+    let from_query = query_param(request.uri().query().unwrap_or(""), "token");
+    let authorized = bearer(request.headers()).is_some_and(|p| valid(&p))
+        || from_query.as_deref().is_some_and(valid)
+        || cookie(request.headers(), &state.cookie_name).is_some_and(|p| valid(&p));
+    if !authorized {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "missing or wrong token: open the address `tomo serve` printed (it carries the token), or send \
+             Authorization: Bearer <token>\n",
+        )
+            .into_response();
+    }
+    let remember = from_query.as_deref().is_some_and(valid);
+    let mut response = next.run(request).await;
+    if remember
+        && let Ok(value) = header::HeaderValue::from_str(&format!(
+            "{}={token}; HttpOnly; SameSite=Strict; Path=/",
+            state.cookie_name
+        ))
+    {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
 }
 
-/// Browsers send `Origin` on WebSocket upgrades; other clients usually do not (and cannot be stopped by
-/// it anyway). A browser page may connect only from the server's own origin or from localhost.
-pub(crate) fn origin_allowed(headers: &HeaderMap) -> bool {
+/// Browsers send `Origin` on WebSocket upgrades; other clients usually do not (they need the token
+/// anyway). A browser page may connect only from the server's own origin, or from an origin the user
+/// allowed (`--allow-origin`, for UI development).
+pub(crate) fn origin_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
     };
     let Ok(origin) = origin.to_str() else {
         return false;
     };
-    let Some(authority) = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-    else {
+    if allowed
+        .iter()
+        .any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(origin))
+    {
+        return true;
+    }
+    let Some(authority) = origin.strip_prefix("http://") else {
         return false;
     };
-    let same = headers
+    headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .is_some_and(|host| host.eq_ignore_ascii_case(authority));
-    same || is_loopback_authority(authority)
+        .is_some_and(|host| host.eq_ignore_ascii_case(authority))
+}
+
+/// The value of cookie `name`, if the request carries it.
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key == name).then(|| value.to_owned())
+        })
+}
+
+/// A fresh access token: 32 random bytes, hex.
+pub fn generate_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// `localhost`, `127.0.0.1`, `[::1]`, with or without a port.
@@ -166,25 +208,44 @@ mod tests {
     #[test]
     fn origins() {
         let mut headers = HeaderMap::new();
-        assert!(origin_allowed(&headers), "no Origin: not a browser");
-        headers.insert(header::HOST, HeaderValue::from_static("192.168.1.5:7860"));
+        assert!(origin_allowed(&headers, &[]), "no Origin: not a browser");
+        headers.insert(header::HOST, HeaderValue::from_static("127.0.0.1:7860"));
         headers.insert(
             header::ORIGIN,
-            HeaderValue::from_static("http://192.168.1.5:7860"),
+            HeaderValue::from_static("http://127.0.0.1:7860"),
         );
-        assert!(origin_allowed(&headers));
+        assert!(origin_allowed(&headers, &[]));
+        // Any other local page: another port is another origin.
         headers.insert(
             header::ORIGIN,
             HeaderValue::from_static("http://localhost:5173"),
         );
-        assert!(origin_allowed(&headers));
+        assert!(!origin_allowed(&headers, &[]));
+        assert!(origin_allowed(
+            &headers,
+            &["http://localhost:5173/".to_owned()]
+        ));
         headers.insert(
             header::ORIGIN,
             HeaderValue::from_static("https://evil.example"),
         );
-        assert!(!origin_allowed(&headers));
+        assert!(!origin_allowed(&headers, &[]));
         headers.insert(header::ORIGIN, HeaderValue::from_static("null"));
-        assert!(!origin_allowed(&headers));
+        assert!(!origin_allowed(&headers, &[]));
+    }
+
+    #[test]
+    fn cookies_and_tokens() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; tomo_token_7860=abc; b=2"),
+        );
+        assert_eq!(cookie(&headers, "tomo_token_7860").as_deref(), Some("abc"));
+        assert_eq!(cookie(&headers, "tomo_token_7861"), None);
+        let one = generate_token().unwrap();
+        assert_eq!(one.len(), 64);
+        assert_ne!(one, generate_token().unwrap());
     }
 
     #[test]

@@ -33,13 +33,17 @@
 //! [`ServerConfig::replay_max_bytes`] of them (default 32 MiB).
 //!
 //! # Security
-//! Loopback by default. A non-loopback address needs [`ServerConfig::allow_remote`] and a token of at least
-//! [`MIN_TOKEN_LEN`] characters; with a token every request must carry it (`Authorization: Bearer <token>`
-//! or `?token=<token>`), compared in constant time. On a loopback address without token, requests must name
-//! a loopback host (`Host: localhost:…`/`127.0.0.1:…`/`[::1]:…`), which defeats DNS rebinding, and WebSocket
-//! upgrades from a browser must come from the same origin or a localhost origin.
+//! Loopback is not a trust boundary: any local process, and any web page in the user's browser, can
+//! reach a loopback port. So every request carries a per-run token (`tomo serve` makes one when none is
+//! given): `Authorization: Bearer <token>`, `?token=<token>`, or the cookie a browser gets when it opens
+//! the address `tomo serve` prints (`/?token=…`; HttpOnly, SameSite=Strict), compared in constant time.
+//! A non-loopback address also needs [`ServerConfig::allow_remote`] and a token of at least
+//! [`MIN_TOKEN_LEN`] characters. On a loopback address requests must name a loopback host
+//! (`Host: localhost:…`/`127.0.0.1:…`/`[::1]:…`), which defeats DNS rebinding, and WebSocket upgrades from
+//! a browser must come from the server's own origin (or one in [`ServerConfig::allowed_origins`]).
+//! What an authorized client may send is [`ClientOpPolicy`]'s decision.
 
-mod auth;
+pub mod auth;
 mod hub;
 pub mod policy;
 pub mod profiles;
@@ -70,8 +74,12 @@ pub struct ServerConfig {
     pub addr: SocketAddr,
     /// Must be set to bind a non-loopback address.
     pub allow_remote: bool,
-    /// Required for non-loopback binds; when set, every request must carry it.
+    /// Every request must carry it (`tomo serve` always sets one, generated when not given: any local
+    /// process or web page can reach a loopback port). Required for non-loopback binds. `None` leaves
+    /// the server open to every local process: for tests only.
     pub token: Option<String>,
+    /// Browser origins besides the server's own that may open the socket (UI development).
+    pub allowed_origins: Vec<String>,
     /// Static UI files served at `/`; `None` serves a short notice instead.
     pub ui_dir: Option<PathBuf>,
     /// The user's own Live2D models (the repository's `assets/live2d/`), served at `/live2d/` ahead of the
@@ -114,6 +122,7 @@ impl Default for ServerConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 7860)),
             allow_remote: false,
             token: None,
+            allowed_origins: Vec::new(),
             ui_dir: None,
             models_dir: None,
             profiles_dir: None,
@@ -162,8 +171,11 @@ pub(crate) struct AppState {
     pub hub: Arc<Hub>,
     pub ops: mpsc::Sender<Op>,
     pub token: Option<String>,
-    /// Loopback bind without token: enforce loopback `Host` headers.
-    pub loopback_only: bool,
+    /// The cookie a browser keeps the token in (per port: cookies ignore ports).
+    pub cookie_name: String,
+    /// Loopback bind: enforce loopback `Host` headers.
+    pub loopback: bool,
+    pub allowed_origins: Vec<String>,
     pub profiles_dir: Option<PathBuf>,
     /// What clients may send.
     pub policy: ClientOpPolicy,
@@ -201,7 +213,9 @@ impl Server {
         let state = Arc::new(AppState {
             hub: Arc::clone(&hub),
             ops,
-            loopback_only: loopback && token.is_none(),
+            loopback,
+            cookie_name: format!("tomo_token_{}", addr.port()),
+            allowed_origins: config.allowed_origins.clone(),
             token,
             profiles_dir: config.profiles_dir.clone(),
             policy: ClientOpPolicy {

@@ -16,6 +16,10 @@ pub enum OpRefused {
     Profile(#[from] SwitchError),
     #[error("profile path {0} is not UTF-8")]
     NotUtf8(PathBuf),
+    /// Notices speak for the program (microphone, speakers, models): a client must not put words in
+    /// its mouth for every other client to see.
+    #[error("`notice` is sent by the program running the session, not by clients")]
+    NoticeFromClient,
 }
 
 /// Checks and normalises client ops.
@@ -31,6 +35,7 @@ impl ClientOpPolicy {
     pub fn check(&self, op: Op) -> Result<Op, OpRefused> {
         match op {
             Op::Shutdown => Err(OpRefused::Shutdown),
+            Op::Notice { .. } => Err(OpRefused::NoticeFromClient),
             Op::SwitchProfile { path } => {
                 let resolved = profiles::resolve(self.profiles_dir.as_deref(), &path)?;
                 let path = resolved
@@ -79,6 +84,13 @@ mod tests {
             Err(OpRefused::Profile(_))
         ));
         assert_eq!(policy.check(Op::Interrupt).unwrap(), Op::Interrupt);
+        assert!(matches!(
+            policy.check(Op::Notice {
+                level: tomo_protocol::NoticeLevel::Error,
+                message: "your key expired, paste it at evil.example".into()
+            }),
+            Err(OpRefused::NoticeFromClient)
+        ));
         let closed = ClientOpPolicy::default();
         assert!(
             closed

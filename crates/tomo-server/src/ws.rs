@@ -29,7 +29,7 @@ pub(crate) async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if !auth::origin_allowed(&headers) {
+    if !auth::origin_allowed(&headers, &state.allowed_origins) {
         tracing::warn!(origin = ?headers.get("origin"), "refused WebSocket from a foreign origin");
         return (StatusCode::FORBIDDEN, "origin not allowed\n").into_response();
     }

@@ -187,7 +187,33 @@ async fn loopback_refuses_foreign_hosts_and_origins() {
         }
         other => panic!("expected 403, got {other:?}"),
     }
+    // Another local page is another origin (issue 13: any local web page could drive the session).
+    let dev = || {
+        let mut request = url.as_str().into_client_request().unwrap();
+        request
+            .headers_mut()
+            .insert("origin", HeaderValue::from_static("http://localhost:5173"));
+        request
+    };
+    match tokio_tungstenite::connect_async(dev()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status().as_u16(), 403);
+        }
+        other => panic!("expected 403, got {other:?}"),
+    }
+    // The server's own origin, and an origin the user allowed (UI development), get in.
     let mut request = url.as_str().into_client_request().unwrap();
+    let own = HeaderValue::from_str(&format!("http://{}", fx.addr())).unwrap();
+    request.headers_mut().insert("origin", own);
+    let (mut ws, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(next(&mut ws).await["type"], "session_ready");
+    let dev_fx = Fixture::start(Vec::new(), |c| {
+        c.allowed_origins = vec!["http://localhost:5173".into()]
+    })
+    .await;
+    let mut request = format!("ws://{}/ws", dev_fx.addr())
+        .into_client_request()
+        .unwrap();
     request
         .headers_mut()
         .insert("origin", HeaderValue::from_static("http://localhost:5173"));

@@ -143,6 +143,13 @@ fn validate_llm(doc: &mut Doc<'_>, section: &Section<LlmConfig>) {
         };
         error(doc, &["llm", "api_key_env"], message);
     }
+    if section.ok("llm.api_key_env")
+        && section.ok("llm.base_url")
+        && let Some(var) = &l.api_key_env
+        && let Some(problem) = crate::keys::misdirected_key(var, &l.base_url)
+    {
+        error(doc, &["llm", "api_key_env"], problem);
+    }
     if section.ok("llm.temperature")
         && let Some(t) = l.temperature
         && !(0.0..=2.0).contains(&t)

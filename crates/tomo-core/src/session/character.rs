@@ -25,6 +25,8 @@ pub struct LlmOverrides {
     pub base_url: Option<String>,
     pub model: Option<String>,
     pub api_key: Option<String>,
+    /// The endpoint (`tomo_config::keys::origin`) `api_key` was configured for: it is sent nowhere else.
+    pub api_key_origin: Option<String>,
 }
 
 impl std::fmt::Debug for LlmOverrides {
@@ -33,6 +35,7 @@ impl std::fmt::Debug for LlmOverrides {
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("api_key_origin", &self.api_key_origin)
             .finish()
     }
 }
@@ -114,18 +117,14 @@ impl Character {
         env: &Environment,
     ) -> Result<(Self, Vec<PluginProblem>), CharacterError> {
         let llm = &profile.llm;
-        let api_key = env.llm.api_key.clone().or_else(|| {
-            llm.api_key_env
-                .as_deref()
-                .and_then(|name| std::env::var(name).ok())
-                .filter(|key| !key.is_empty())
-        });
+        let base_url = env
+            .llm
+            .base_url
+            .clone()
+            .unwrap_or_else(|| llm.base_url.clone());
+        let api_key = api_key_for(&base_url, &env.llm, llm);
         let client = env.llm_connector.connect(LlmEndpoint {
-            base_url: env
-                .llm
-                .base_url
-                .clone()
-                .unwrap_or_else(|| llm.base_url.clone()),
+            base_url,
             model: env.llm.model.clone().unwrap_or_else(|| llm.model.clone()),
             api_key,
             temperature: llm.temperature,
@@ -241,6 +240,34 @@ impl Character {
             .maintain(&self.history, &self.client, &self.system_prompt, turn_id)
             .await;
     }
+}
+
+/// The key for `base_url`: the front end's key when it was configured for that endpoint, else the
+/// profile's variable when `base_url` is the profile's own endpoint (a profile names its variable for
+/// its `base_url`, nowhere else; the profile check already refused a provider's variable for another
+/// host). Any other endpoint gets no key.
+fn api_key_for(
+    base_url: &str,
+    overrides: &LlmOverrides,
+    profile: &tomo_config::profile::LlmConfig,
+) -> Option<String> {
+    let origin = tomo_config::keys::origin(base_url)?;
+    if overrides.api_key.is_some() && overrides.api_key_origin.as_deref() == Some(origin.as_str()) {
+        return overrides.api_key.clone();
+    }
+    let name = profile.api_key_env.as_deref()?;
+    if tomo_config::keys::origin(&profile.base_url).as_deref() != Some(origin.as_str()) {
+        tracing::info!(
+            variable = name,
+            "the profile's key stays with the profile's endpoint"
+        );
+        return None;
+    }
+    if let Some(problem) = tomo_config::keys::misdirected_key(name, base_url) {
+        tracing::warn!("{problem}");
+        return None;
+    }
+    std::env::var(name).ok().filter(|key| !key.is_empty())
 }
 
 /// `http://localhost:11434/v1`, `http://127.0.0.1/…`, `http://[::1]:8080` are loopback; anything else

@@ -1,7 +1,10 @@
 //! `set_llm`: the user picks another endpoint in the settings (a preset or their own). The API key never
 //! travels with the request: the client names an environment variable that holds it, and only variables
 //! whose names say they hold an API key may be read, so a client cannot make the session send some other
-//! secret of this process's environment to an endpoint of its choosing.
+//! secret of this process's environment to an endpoint of its choosing. A key is bound to the endpoint it
+//! was configured for: without a named variable, a new host gets no key at all.
+
+use tomo_config::keys;
 
 use super::LlmOverrides;
 
@@ -12,44 +15,66 @@ pub(crate) struct LlmChoice {
     pub model: String,
 }
 
-/// Validates the request and builds the new overrides; `current` supplies the key when no variable is
-/// named. Errors are messages for the user (they never contain a key).
+/// Why a `set_llm` was refused. Messages are for the user; they never contain a key.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub(crate) enum SetLlmError {
+    #[error("set_llm: `base_url` {0:?} must start with http:// or https://")]
+    NotHttp(String),
+    #[error("set_llm: `model` must not be empty")]
+    NoModel,
+    #[error(
+        "set_llm: `api_key_env` {0:?} is not an API-key variable (use a name like OPENAI_API_KEY)"
+    )]
+    NotAKeyVariable(String),
+    #[error(
+        "set_llm: the environment variable {0} is not set for Tomo (set it before starting Tomo)"
+    )]
+    Unset(String),
+    #[error("set_llm: `api_key_env`: {0}")]
+    Misdirected(String),
+}
+
+/// Validates the request and builds the new overrides. `current` supplies the key when no variable is
+/// named, and only for the host it was configured for.
 pub(crate) fn choose(
     base_url: &str,
     model: &str,
     api_key_env: Option<&str>,
     current: &LlmOverrides,
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<(LlmChoice, LlmOverrides), String> {
+) -> Result<(LlmChoice, LlmOverrides), SetLlmError> {
     let base_url = base_url.trim().trim_end_matches('/').to_owned();
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(format!(
-            "set_llm: `base_url` {base_url:?} must start with http:// or https://"
-        ));
-    }
+    let Some(new_origin) = keys::origin(&base_url) else {
+        return Err(SetLlmError::NotHttp(base_url));
+    };
     let model = model.trim().to_owned();
     if model.is_empty() {
-        return Err("set_llm: `model` must not be empty".to_owned());
+        return Err(SetLlmError::NoModel);
     }
-    let api_key = match api_key_env.map(str::trim).filter(|n| !n.is_empty()) {
-        None => current.api_key.clone(),
+    let (api_key, api_key_origin) = match api_key_env.map(str::trim).filter(|n| !n.is_empty()) {
+        None if current.api_key_origin.as_deref() == Some(new_origin.as_str()) => {
+            (current.api_key.clone(), current.api_key_origin.clone())
+        }
+        None => {
+            if current.api_key.is_some() {
+                tracing::info!(host = %new_origin, "the API key stays with its own endpoint; none is sent to the new one");
+            }
+            (None, None)
+        }
         Some(name) => {
             let allowed = name.ends_with("API_KEY")
                 && name
                     .chars()
                     .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
             if !allowed {
-                return Err(format!(
-                    "set_llm: `api_key_env` {name:?} is not an API-key variable (use a name like OPENAI_API_KEY)"
-                ));
+                return Err(SetLlmError::NotAKeyVariable(name.to_owned()));
+            }
+            if let Some(problem) = keys::misdirected_key(name, &base_url) {
+                return Err(SetLlmError::Misdirected(problem));
             }
             match lookup(name).filter(|key| !key.is_empty()) {
-                Some(key) => Some(key),
-                None => {
-                    return Err(format!(
-                        "set_llm: the environment variable {name} is not set for Tomo (set it before starting Tomo)"
-                    ));
-                }
+                Some(key) => (Some(key), Some(new_origin)),
+                None => return Err(SetLlmError::Unset(name.to_owned())),
             }
         }
     };
@@ -57,6 +82,7 @@ pub(crate) fn choose(
         base_url: Some(base_url.clone()),
         model: Some(model.clone()),
         api_key,
+        api_key_origin,
     };
     Ok((LlmChoice { base_url, model }, overrides))
 }
@@ -74,9 +100,11 @@ mod tests {
         }
     }
 
+    /// A key configured for a local server.
     fn current() -> LlmOverrides {
         LlmOverrides {
             api_key: Some("old".to_owned()),
+            api_key_origin: keys::origin("http://127.0.0.1:11434/v1"),
             ..LlmOverrides::default()
         }
     }
@@ -112,7 +140,9 @@ mod tests {
     #[test]
     fn bad_requests_are_refused_without_leaking_keys() {
         let refuse = |url: &str, model: &str, var: Option<&str>| {
-            choose(url, model, var, &current(), env).unwrap_err()
+            choose(url, model, var, &current(), env)
+                .unwrap_err()
+                .to_string()
         };
         assert!(refuse("ftp://x", "m", None).contains("base_url"));
         assert!(refuse("http://x/v1", " ", None).contains("model"));
@@ -125,5 +155,28 @@ mod tests {
         assert!(refuse("http://x/v1", "m", Some("MISSING_API_KEY")).contains("is not set"));
         assert!(refuse("http://x/v1", "m", Some("EMPTY_API_KEY")).contains("is not set"));
         assert!(refuse("http://x/v1", "m", Some("lower_api_key")).contains("not an API-key"));
+    }
+
+    #[test]
+    fn the_key_never_follows_a_new_host_unless_its_variable_is_named() {
+        let (_, overrides) = choose("https://evil.example/v1", "m", None, &current(), env).unwrap();
+        assert_eq!(
+            overrides.api_key, None,
+            "no key for a host it was not configured for"
+        );
+        // Same host, other path: same endpoint.
+        let (_, overrides) = choose("http://127.0.0.1:11434", "m", None, &current(), env).unwrap();
+        assert_eq!(overrides.api_key.as_deref(), Some("old"));
+        // A provider's key does not go to another host even when named.
+        let refused = choose(
+            "https://evil.example/v1",
+            "m",
+            Some("DEEPSEEK_API_KEY"),
+            &current(),
+            env,
+        )
+        .unwrap_err();
+        assert!(matches!(refused, SetLlmError::Misdirected(_)), "{refused}");
+        assert!(!refused.to_string().contains("sk-secret"));
     }
 }

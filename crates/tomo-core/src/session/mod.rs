@@ -516,10 +516,10 @@ impl Coordinator {
         });
         let (choice, overrides) = match chosen {
             Ok(chosen) => chosen,
-            Err(message) => {
+            Err(error) => {
                 self.emit(Event::Error {
                     code: ErrorCode::Profile,
-                    message,
+                    message: error.to_string(),
                     recoverable: true,
                 });
                 return;
