@@ -58,6 +58,22 @@ pub enum PipelineItem {
     ToolCall(ToolCallEvent),
 }
 
+/// What comes out of a [`Pipeline`]: finished sentences and the structured events that passed through.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PipelineOutput {
+    Sentence(Sentence),
+    ToolCall(ToolCallEvent),
+}
+
+impl From<PipelineOutput> for PipelineItem {
+    fn from(output: PipelineOutput) -> Self {
+        match output {
+            PipelineOutput::Sentence(sentence) => Self::Sentence(sentence),
+            PipelineOutput::ToolCall(call) => Self::ToolCall(call),
+        }
+    }
+}
+
 /// One pipeline stage. Implementations must forward every item they do not transform, in order.
 pub trait Stage: Send {
     /// Process one item, appending zero or more items to `out`.
@@ -114,14 +130,13 @@ impl Pipeline {
         }
     }
 
-    /// Push one item through all stages; returns finished items (only `Sentence` and `ToolCall` come out,
-    /// plus anything else a caller pushed that no stage owns).
-    pub fn push(&mut self, item: PipelineItem) -> Vec<PipelineItem> {
+    /// Push one item through all stages; returns what is finished.
+    pub fn push(&mut self, item: PipelineItem) -> Vec<PipelineOutput> {
         let mut items = Vec::new();
         self.divider.push(item, &mut items);
         if items.is_empty() {
             // The common case per token: the divider is still collecting the sentence.
-            return items;
+            return Vec::new();
         }
         let items = feed(&mut self.actions, items, false);
         let items = feed(&mut self.display, items, false);
@@ -130,7 +145,7 @@ impl Pipeline {
     }
 
     /// End of turn: flush everything.
-    pub fn finish(&mut self) -> Vec<PipelineItem> {
+    pub fn finish(&mut self) -> Vec<PipelineOutput> {
         let mut items = Vec::new();
         self.divider.finish(&mut items);
         let items = feed(&mut self.actions, items, true);
@@ -141,14 +156,20 @@ impl Pipeline {
 
     /// Numbers sentences in output order. The TTS filter numbers its own too; renumbering here also
     /// covers ready-made sentences pushed in by the caller.
-    fn number(&mut self, mut items: Vec<PipelineItem>) -> Vec<PipelineItem> {
-        for item in &mut items {
-            if let PipelineItem::Sentence(s) = item {
-                s.index = self.next_index;
-                self.next_index += 1;
-            }
-        }
+    fn number(&mut self, items: Vec<PipelineItem>) -> Vec<PipelineOutput> {
         items
+            .into_iter()
+            .filter_map(|item| match item {
+                PipelineItem::Sentence(mut sentence) => {
+                    sentence.index = self.next_index;
+                    self.next_index += 1;
+                    Some(PipelineOutput::Sentence(sentence))
+                }
+                PipelineItem::ToolCall(call) => Some(PipelineOutput::ToolCall(call)),
+                // Every stage turns text into drafts and drafts into sentences; nothing else is left.
+                PipelineItem::Text(_) | PipelineItem::Draft(_) => None,
+            })
+            .collect()
     }
 }
 

@@ -18,9 +18,9 @@ fn run(settings: &PipelineSettings, items: Vec<PipelineItem>) -> Vec<PipelineIte
     let mut p = Pipeline::new(settings);
     let mut out = Vec::new();
     for i in items {
-        out.extend(p.push(i));
+        out.extend(p.push(i).into_iter().map(PipelineItem::from));
     }
-    out.extend(p.finish());
+    out.extend(p.finish().into_iter().map(PipelineItem::from));
     out
 }
 
@@ -140,7 +140,11 @@ fn tool_calls_keep_their_place() {
 fn tool_call_mid_sentence_flushes_what_was_said() {
     let mut p = Pipeline::new(&settings(false, false));
     assert!(p.push(PipelineItem::Text("Checking".into())).is_empty());
-    let out = p.push(tool(ToolStatus::Running));
+    let out: Vec<PipelineItem> = p
+        .push(tool(ToolStatus::Running))
+        .into_iter()
+        .map(PipelineItem::from)
+        .collect();
     assert_eq!(
         out,
         [
@@ -216,6 +220,7 @@ fn ready_made_sentences_are_renumbered_in_order() {
     let mut out = p.push(PipelineItem::Text("One. Two".into()));
     out.extend(p.push(PipelineItem::Sentence(sentence(99, "x", None, &[]))));
     out.extend(p.finish());
+    let out: Vec<PipelineItem> = out.into_iter().map(PipelineItem::from).collect();
     let indexed: Vec<(u32, String)> = sentences(&out)
         .into_iter()
         .map(|s| (s.index, s.display_text))

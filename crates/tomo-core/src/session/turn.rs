@@ -12,7 +12,7 @@ use super::character::Character;
 use super::hooks::{self, HookFailure};
 use super::prompt;
 use crate::history::HistoryRecord;
-use crate::pipeline::{Pipeline, PipelineItem};
+use crate::pipeline::{Pipeline, PipelineItem, PipelineOutput};
 use crate::sink::{OutputSink, SinkError};
 use tomo_llm::ChatMessage;
 use tomo_llm::agent::{self, AgentError, TurnItem, TurnTranscript};
@@ -272,10 +272,10 @@ struct Spoken {
 }
 
 impl Spoken {
-    fn emit(&mut self, items: Vec<PipelineItem>, sink: &dyn OutputSink, reporter: &Reporter) {
+    fn emit(&mut self, items: Vec<PipelineOutput>, sink: &dyn OutputSink, reporter: &Reporter) {
         for item in items {
             match item {
-                PipelineItem::Sentence(sentence) => {
+                PipelineOutput::Sentence(sentence) => {
                     reporter.event(Event::Sentence {
                         turn_id: self.turn_id,
                         sentence: sentence.clone(),
@@ -292,12 +292,11 @@ impl Spoken {
                         });
                     }
                 }
-                PipelineItem::ToolCall(call) => reporter.event(Event::ToolCall {
+                PipelineOutput::ToolCall(call) => reporter.event(Event::ToolCall {
                     turn_id: self.turn_id,
                     call,
                 }),
                 // Only sentences and structured items leave the pipeline.
-                PipelineItem::Text(_) | PipelineItem::Draft(_) => {}
             }
         }
     }
