@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use tomo_audio::{SegmenterConfig, SileroVad};
-use tomo_config::profile::Profile;
+use tomo_config::profile::{AsrEngine, Profile, TtsEngine};
 use tomo_speech::asr::cloud::CloudAsr;
 use tomo_speech::asr::whisper::WhisperAsr;
 use tomo_speech::asr::{SpeechToText, Transcript};
@@ -25,10 +25,10 @@ pub fn whisper_model(profile: &Profile) -> String {
 /// Models this profile needs that are not installed (or are corrupt).
 pub fn missing_models(store: &ModelStore, profile: &Profile) -> anyhow::Result<Vec<String>> {
     let mut needed = vec![VAD_MODEL.to_owned(), RUNTIME.to_owned()];
-    if profile.asr.engine == "whisper" {
+    if profile.asr.engine == AsrEngine::Whisper {
         needed.push(whisper_model(profile));
     }
-    if profile.tts.engine == "piper" {
+    if profile.tts.engine == TtsEngine::Piper {
         needed.push(format!("piper-{}", piper_short_name(&profile.tts.voice)));
     }
     let mut missing = Vec::new();
@@ -91,15 +91,15 @@ pub fn segmenter_config() -> SegmenterConfig {
 
 pub fn asr(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn SpeechToText>> {
     let language = profile.asr.language.clone();
-    match profile.asr.engine.as_str() {
-        "whisper" => {
+    match profile.asr.engine {
+        AsrEngine::Whisper => {
             let model = store.path(&whisper_model(profile))?;
             let threads = std::thread::available_parallelism()
                 .map_or(2, |n| n.get())
                 .min(4);
             Ok(Arc::new(WhisperAsr::new(&model, language, threads)?))
         }
-        "openai" => {
+        AsrEngine::OpenAi => {
             // Audio leaves the machine only when the profile asks for a cloud engine.
             let base = std::env::var("TOMO_ASR_BASE_URL")
                 .unwrap_or_else(|_| "https://api.openai.com/v1".into());
@@ -109,16 +109,12 @@ pub fn asr(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn Spee
                 .filter(|k| !k.is_empty());
             Ok(Arc::new(CloudAsr::new(base, model, key, language)?))
         }
-        other => bail!(
-            "{}: `asr.engine` {other:?} is not one of \"whisper\", \"openai\"",
-            profile.source.display()
-        ),
     }
 }
 
 pub fn tts(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn TextToSpeech>> {
     let voice = tts::from_config(
-        &profile.tts.engine,
+        profile.tts.engine.as_str(),
         &profile.tts.voice,
         profile.tts.speed,
         &store.root,

@@ -448,7 +448,7 @@ fn committed_schema_is_up_to_date() {
     assert!(
         committed == generated,
         "profiles/profile.schema.json is out of date. Regenerate it with\n    \
-         TOMO_BLESS=1 cargo test -p tomo-core --lib profile::tests::committed_schema_is_up_to_date\n\
+         TOMO_BLESS=1 cargo test -p tomo-config --lib profile::tests::committed_schema_is_up_to_date\n\
          (or `tomo profile schema > profiles/profile.schema.json`) and commit the result."
     );
 }
