@@ -9,7 +9,7 @@ use tauri::{AppHandle, Manager};
 use tauri_specta::Event as _;
 use tomo_config::profile::load_profile;
 use tomo_protocol::Event;
-use tomo_runtime::{EnvOptions, ModelInstall, SessionBuilder, VoiceFlags, VoiceIn, VoiceOut};
+use tomo_runtime::{EnvOptions, ModelInstall, SessionBuilder, VoiceFlags};
 use tomo_speech::models::InstallEvent;
 
 use crate::events::SessionEvent;
@@ -32,20 +32,12 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
         tracing::warn!("{warning}");
     }
     let flags = app.state::<AppState>().listen.clone();
-    let mut builder = SessionBuilder::new(&options.profile, loaded.profile)
+    let (session, mut events) = SessionBuilder::new(&options.profile, loaded.profile)
         .env(options.env)
-        .listen_flags(flags);
-    if !options.voice.text {
-        builder = builder
-            .voice_out(VoiceOut::Speakers {
-                workers: options.voice.tts_workers,
-            })
-            .voice_in(VoiceIn::Microphone {
-                barge_in: options.voice.barge_in,
-            })
-            .install(ModelInstall::Install(Box::new(log_install)));
-    }
-    let (session, mut events) = builder.start().await?;
+        .listen_flags(flags)
+        .voice(&options.voice, ModelInstall::Install(Box::new(log_install)))
+        .start()
+        .await?;
     if let Some(device) = &session.microphone {
         tracing::info!(%device, "listening");
     }

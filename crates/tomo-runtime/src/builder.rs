@@ -115,6 +115,21 @@ impl SessionBuilder {
         self
     }
 
+    /// The voice the front end's flags ask for: speakers and the microphone (installing what the profile
+    /// needs on the first run, reported to `install`), or text only with `--text`.
+    pub fn voice(self, flags: &crate::flags::VoiceFlags, install: ModelInstall) -> Self {
+        if flags.text {
+            return self;
+        }
+        self.voice_out(VoiceOut::Speakers {
+            workers: flags.tts_workers,
+        })
+        .voice_in(VoiceIn::Microphone {
+            barge_in: flags.barge_in,
+        })
+        .install(install)
+    }
+
     /// Hooks of the embedding program, run after the profile's hook plugins.
     pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
         self.extra_hooks.push(hook);
