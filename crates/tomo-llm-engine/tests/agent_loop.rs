@@ -2,9 +2,13 @@
 //! writes as text reaching the real `get_time` tool and an answer after it, and the engine killed in the
 //! middle of an answer (the turn fails, the supervisor restarts the engine, the next turn works).
 //!
-//! What SmolLM2-135M can do, honestly: it chats in broken sentences and does not decide by itself to call
-//! a tool. Told exactly what to write (the system prompt below) and sampled greedily, it writes the
-//! `<tool_call>` block; the test checks the plumbing from there, not the model's judgement.
+//! What SmolLM2-135M can do, honestly: it chats in broken sentences and never writes a tool call. Tried
+//! greedily with the tools in its system prompt: asked for the time (with and without "use get_time"),
+//! told in the system prompt to answer only with the `<tool_call>` line, asked to echo or copy that line
+//! or its JSON, and shown earlier exchanges with calls: it wrote Python snippets, a made-up time, or a
+//! `<tool_response>`. So the tool-call test runs on the default model, Qwen2.5-Coder-1.5B, which answers
+//! "What time is it right now?" with a bare `{"name": "get_time", "arguments": {}}` (a default model:
+//! CI installs it anyway); SmolLM2 covers the rest of the plumbing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -107,21 +111,20 @@ async fn a_turn_streams_its_answer() {
 
 #[tokio::test]
 async fn a_tool_call_written_as_text_runs_the_real_tool_and_is_answered() {
-    let Some(model) = support::fixture() else {
+    let Some(model) = support::default_model() else {
         return;
     };
-    let engine = support::start(support::config(model)).await;
-    let client = support::client(&engine, Some(60));
+    let engine = support::start(support::default_config(model)).await;
+    let client = support::client(&engine, Some(80));
     let tools = time_tool();
-    let system = "You are a clock assistant. When the user asks for the time, reply with exactly this \
-                  line and nothing else:\n<tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>\n\
-                  When you see a <tool_response>, tell the user the time it contains.";
+    let system =
+        "You are Hana, a cheerful companion on the user's desktop. You can check the time.";
     let (outcome, items) = turn(
         &client,
         &tools,
         vec![
             ChatMessage::system(system),
-            ChatMessage::user("What time is it?"),
+            ChatMessage::user("What time is it right now?"),
         ],
         None,
     )

@@ -492,17 +492,30 @@ fn call_from(value: &Value, known: &[String]) -> Option<TextToolCall> {
         None if known.iter().any(|k| k == name) && only_naming_keys(object) => "{}".to_owned(),
         None => return None,
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(parsed @ Value::Object(_)) => parsed.to_string(),
+            Ok(Value::Object(map)) => without_nulls(&map).to_string(),
             // Not JSON: handed on as written, so schema validation reports it to the model.
             _ => text.clone(),
         },
         Some(Value::Null) => "{}".to_owned(),
+        Some(Value::Object(map)) => without_nulls(map).to_string(),
         Some(other) => other.to_string(),
     };
     Some(TextToolCall {
         name: name.to_owned(),
         arguments,
     })
+}
+
+/// Small models fill optional parameters they do not use with `null` (Qwen2.5-Coder-1.5B asked for the
+/// time writes `{"utc_offset_hours": null}`); a schema with `"type": "number"` rejects that. Writing
+/// `null` for a parameter means leaving it out, so it is left out.
+fn without_nulls(map: &Map<String, Value>) -> Value {
+    Value::Object(
+        map.iter()
+            .filter(|(_, value)| !value.is_null())
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+    )
 }
 
 /// `{"name": "get_time"}` is a call of a known tool; `{"name": "Mochi", "age": 3}` is data.

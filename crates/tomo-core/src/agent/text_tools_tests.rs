@@ -204,6 +204,17 @@ fn openai_and_other_shapes_are_understood() {
 }
 
 #[test]
+fn optional_parameters_given_as_null_are_left_out() {
+    let (_, calls) = run_chars(
+        r#"{"name": "get_time", "arguments": {"utc_offset_hours": null, "zone": "UTC"}}"#,
+    );
+    assert_eq!(calls, vec![call("get_time", r#"{"zone":"UTC"}"#)]);
+    let (_, calls) =
+        run_chars(r#"{"name": "get_time", "arguments": "{\"utc_offset_hours\": null}"}"#);
+    assert_eq!(calls, vec![call("get_time", "{}")]);
+}
+
+#[test]
 fn an_unknown_name_without_arguments_is_data() {
     let prose = r#"{"name": "Mochi"}"#;
     assert_eq!(run_chars(prose), (prose.to_owned(), Vec::new()));

@@ -13,6 +13,12 @@ use tomo_llm_supervisor::{EngineConfig, LocalEngine};
 pub const FIXTURE: &str = "smollm2-135m";
 pub const FIXTURE_FILE: &str = "llm/smollm2-135m-instruct-q4_1.gguf";
 pub const FIXTURE_SIZE: u64 = 98_362_432;
+/// The default brain: the only one of the three that calls tools from a plain request (SmolLM2-135M never
+/// wrote a call in any prompt tried; see agent_loop.rs). A default model, so `tomo models install` and CI
+/// have it.
+pub const DEFAULT_MODEL: &str = "qwen2.5-coder-1.5b";
+pub const DEFAULT_FILE: &str = "llm/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
+pub const DEFAULT_SIZE: u64 = 1_117_320_768;
 
 /// The model store's root, as `tomo models` computes it (`$TOMO_MODELS_DIR`, else the data dir).
 pub fn store_root() -> PathBuf {
@@ -27,7 +33,16 @@ pub fn store_root() -> PathBuf {
 
 /// The fixture's path, or `None` (the test is skipped) outside CI when it is not installed.
 pub fn fixture() -> Option<PathBuf> {
-    let path = store_root().join(FIXTURE_FILE);
+    installed(FIXTURE, FIXTURE_FILE)
+}
+
+/// The default model's path, or `None` outside CI when it is not installed.
+pub fn default_model() -> Option<PathBuf> {
+    installed(DEFAULT_MODEL, DEFAULT_FILE)
+}
+
+fn installed(name: &str, file: &str) -> Option<PathBuf> {
+    let path = store_root().join(file);
     if path.is_file() {
         return Some(path);
     }
@@ -38,10 +53,18 @@ pub fn fixture() -> Option<PathBuf> {
         );
     }
     eprintln!(
-        "skipped: {} is not installed (tomo models install {FIXTURE})",
+        "skipped: {} is not installed (tomo models install {name})",
         path.display()
     );
     None
+}
+
+/// The default model's engine settings (the fixture's, with its name and size).
+pub fn default_config(model: PathBuf) -> EngineConfig {
+    let mut config = config(model);
+    config.model_name = DEFAULT_MODEL.to_owned();
+    config.expected_size = Some(DEFAULT_SIZE);
+    config
 }
 
 pub fn config(model: PathBuf) -> EngineConfig {
