@@ -18,6 +18,7 @@
 //! - A crash, an abort in a GGML_ASSERT or an out-of-memory kill ends this process, not the companion: the
 //!   turn ends with an error and the supervisor starts the engine again.
 //! - Only this crate links llama.cpp (a 10-16 min cold build on 2 cores); nothing else rebuilds it.
+//!
 //! The cost is one loopback HTTP stream per answer (sub-millisecond per chunk, against ~50 ms per token).
 //!
 //! Protocol with the supervisor: the bearer token comes in `TOMO_LLM_ENGINE_TOKEN`; stdout carries

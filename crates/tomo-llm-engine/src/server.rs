@@ -104,7 +104,7 @@ async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
 }
 
 /// Waits until the model is loaded (requests that arrive during start-up are served, not refused).
-async fn wait_ready(shared: &Shared) -> Result<String, Response> {
+async fn wait_ready(shared: &Shared) -> Result<String, Box<Response>> {
     let mut status = shared.status.clone();
     let waited = tokio::time::timeout(shared.load_wait, async {
         loop {
@@ -112,30 +112,30 @@ async fn wait_ready(shared: &Shared) -> Result<String, Response> {
             match current {
                 Status::Ready { model } => return Ok(model),
                 Status::Failed { message } => {
-                    return Err(error(
+                    return Err(Box::new(error(
                         StatusCode::SERVICE_UNAVAILABLE,
                         &message,
                         "model_load",
-                    ));
+                    )));
                 }
                 Status::Loading { .. } => {}
             }
             if status.changed().await.is_err() {
-                return Err(error(
+                return Err(Box::new(error(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "the engine stopped",
                     "server_error",
-                ));
+                )));
             }
         }
     })
     .await;
     waited.unwrap_or_else(|_| {
-        Err(error(
+        Err(Box::new(error(
             StatusCode::SERVICE_UNAVAILABLE,
             "the model is still loading",
             "model_load",
-        ))
+        )))
     })
 }
 
@@ -176,7 +176,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     }
     let model = match wait_ready(&shared).await {
         Ok(model) => model,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let n = shared.counter.fetch_add(1, Ordering::Relaxed);
     let created = SystemTime::now()
