@@ -21,6 +21,8 @@ pub enum BenchCommand {
     Voice(VoiceBenchArgs),
     /// The screen watcher: CPU on an unchanged window, OCR time per changed frame.
     Vision(crate::bench_vision::VisionBenchArgs),
+    /// The embedded brain: load, time to first token (first and follow-up turns), tokens/s, quality.
+    Llm(crate::bench_llm::LlmBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +56,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
             return tokio::task::spawn_blocking(move || crate::bench_vision::run_vision(args))
                 .await?;
         }
+        BenchCommand::Llm(args) => return crate::bench_llm::run(args).await,
     };
     let Some(mut profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));

@@ -2,6 +2,7 @@
 //! once, assembles tool calls, runs all calls of the round concurrently, feeds results back, continues.
 
 mod round;
+pub mod text_tools;
 
 use std::time::Duration;
 

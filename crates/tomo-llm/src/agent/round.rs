@@ -7,6 +7,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::text_tools::TextToolFilter;
 use super::{AgentConfig, TurnItem};
 use crate::tools::{ToolContext, ToolError, ToolRegistry};
 use crate::{
@@ -46,6 +47,9 @@ pub(super) async fn stream_round(
         let mut text = String::new();
         let mut assembler = ToolCallAssembler::default();
         let mut forwarded_anything = false;
+        // Small models write tool calls as text: held back from the stream and run like structured ones.
+        let mut text_calls = (!tools.is_empty())
+            .then(|| TextCalls::new(tools.iter().map(|t| t.function.name.clone())));
         let result = stream_once(
             client,
             messages,
@@ -55,14 +59,16 @@ pub(super) async fn stream_round(
             &mut text,
             &mut assembler,
             &mut forwarded_anything,
+            text_calls.as_mut(),
         )
         .await;
         match result {
             Ok(()) => {
-                return Ok(StreamedRound {
-                    text,
-                    calls: assembler.finish(round),
-                });
+                let mut calls = assembler.finish(round);
+                if let Some(found) = text_calls {
+                    calls.extend(found.into_calls(round));
+                }
+                return Ok(StreamedRound { text, calls });
             }
             Err(RoundError::Llm { error, .. })
                 if !forwarded_anything && error.is_retryable() && attempt < config.max_retries =>
@@ -110,6 +116,7 @@ async fn stream_once(
     text: &mut String,
     assembler: &mut ToolCallAssembler,
     forwarded_anything: &mut bool,
+    mut text_calls: Option<&mut TextCalls>,
 ) -> Result<(), RoundError> {
     let cancelled = || RoundError::Cancelled {
         partial_text: String::new(),
@@ -128,12 +135,30 @@ async fn stream_once(
             next = stream.next() => next,
         };
         let event = match next {
-            None => return Ok(()),
+            None => {
+                if let Some(found) = text_calls {
+                    let rest = found.finish();
+                    if !rest.is_empty() {
+                        text.push_str(&rest);
+                        if items.send(TurnItem::Text(rest)).await.is_err() {
+                            return Err(cancelled());
+                        }
+                    }
+                }
+                return Ok(());
+            }
             Some(Err(error)) => return Err(llm(error)),
             Some(Ok(event)) => event,
         };
         match event {
             LlmEvent::Text(delta) => {
+                let delta = match text_calls.as_deref_mut() {
+                    Some(found) => found.push(&delta),
+                    None => delta,
+                };
+                if delta.is_empty() {
+                    continue;
+                }
                 text.push_str(&delta);
                 *forwarded_anything = true;
                 if items.send(TurnItem::Text(delta)).await.is_err() {
@@ -154,6 +179,45 @@ async fn stream_once(
             LlmEvent::Finish(reason) => tracing::debug!(%reason, "round finished"),
             LlmEvent::Usage(usage) => tracing::debug!(%usage, "token usage"),
         }
+    }
+}
+
+/// The text filter of one request and the calls it found.
+struct TextCalls {
+    filter: TextToolFilter,
+    calls: Vec<super::text_tools::TextToolCall>,
+}
+
+impl TextCalls {
+    fn new(names: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            filter: TextToolFilter::new(names),
+            calls: Vec::new(),
+        }
+    }
+
+    /// The visible part of `delta`.
+    fn push(&mut self, delta: &str) -> String {
+        let out = self.filter.push(delta);
+        self.calls.extend(out.calls);
+        out.text
+    }
+
+    fn finish(&mut self) -> String {
+        let out = self.filter.finish();
+        self.calls.extend(out.calls);
+        out.text
+    }
+
+    fn into_calls(self, round: u32) -> impl Iterator<Item = AssembledCall> {
+        self.calls
+            .into_iter()
+            .enumerate()
+            .map(move |(n, call)| AssembledCall {
+                id: format!("call_r{round}_text{n}"),
+                name: call.name,
+                arguments: call.arguments,
+            })
     }
 }
 

@@ -30,6 +30,10 @@ pub struct ModelEntry {
     /// Part of `tomo models install` without names. Test data is not.
     #[serde(default = "yes")]
     pub default: bool,
+    /// Also installed by `tomo models install --test-data` (test fixtures: speech, the tiny LLM). Optional
+    /// models without it (large alternatives) are installed only by name, so CI never fetches them.
+    #[serde(default)]
+    pub test_data: bool,
     #[serde(rename = "package")]
     pub packages: Vec<PackageSource>,
     #[serde(rename = "file")]
@@ -49,6 +53,8 @@ pub enum ModelKind {
     Runtime,
     /// Screen-reading models (tomo-vision).
     Ocr,
+    /// Chat-tuned GGUFs for the embedded llama.cpp engine (crates/tomo-llm-engine).
+    Llm,
     Testdata,
 }
 
@@ -256,5 +262,20 @@ mod tests {
             assert!(model.default, "{name} should be in the default set");
         }
         assert!(!manifest.get("test-audio").unwrap().default);
+    }
+
+    #[test]
+    fn the_brain_is_default_its_fixture_is_test_data_and_the_alternative_is_neither() {
+        let manifest = Manifest::builtin().unwrap();
+        let brain = manifest.get("qwen2.5-coder-1.5b").unwrap();
+        assert_eq!(brain.kind, ModelKind::Llm);
+        assert!(brain.default && !brain.test_data);
+        assert_eq!(brain.files[0].members.len(), 22);
+        assert_eq!(brain.files[0].build, Build::Concat);
+        let fixture = manifest.get("smollm2-135m").unwrap();
+        assert!(!fixture.default && fixture.test_data);
+        let optional = manifest.get("qwen2.5-coder-0.5b").unwrap();
+        assert!(!optional.default && !optional.test_data);
+        assert!(manifest.get("test-audio").unwrap().test_data);
     }
 }
