@@ -14,6 +14,7 @@ mod state;
 mod tray;
 // Packaging (issue 15): running outside the repository, one instance, autostart, startup in the window.
 mod autostart;
+mod main_window;
 mod resources;
 mod single_instance;
 mod startup;
@@ -151,6 +152,8 @@ pub fn run() -> ExitCode {
         .invoke_handler(specta.invoke_handler())
         .setup(move |app| {
             specta.mount_events(app);
+            // Packaging: made here so a data folder that cannot be written does not stop the window.
+            main_window::create(app)?;
             let config_dir = app.path().app_config_dir()?;
             let state = AppState::new(profiles, config_dir);
             let pet_mode = start_in_pet_mode || state.pet().config.pet_mode;

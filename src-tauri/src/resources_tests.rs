@@ -10,7 +10,11 @@ fn profile(name: &str) -> String {
         .collect();
     include_str!("../../profiles/kuro.toml")
         .replacen("name = \"Kuro\"", &format!("name = \"{name}\""), 1)
-        .replacen("agent_id = \"kuro\"", &format!("agent_id = \"{agent_id}\""), 1)
+        .replacen(
+            "agent_id = \"kuro\"",
+            &format!("agent_id = \"{agent_id}\""),
+            1,
+        )
 }
 
 struct Machine {

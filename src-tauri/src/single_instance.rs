@@ -126,8 +126,9 @@ fn handle(mut stream: UnixStream, on_show: &impl Fn()) {
     }
     if line.trim() == SHOW {
         tracing::info!("a second launch: bringing the window forward");
-        on_show();
+        // Answer first: the second launch may exit while the window comes forward.
         let _ = writeln!(stream, "ok");
+        on_show();
     }
 }
 
