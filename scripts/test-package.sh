@@ -185,7 +185,9 @@ running="$(pgrep -u nobody -x tomo-desktop | tr '\n' ' ')"
 grep -q "already running" "$work/second.log" || fail "the second launch did not say Tomo was already running"
 echo "ok: a second launch brought the minimised window back and exited; one app, one session"
 quit_app
-echo "ok: the tray's Quit shut the session down"
+left_socket="$(find /tmp -maxdepth 1 -name 'tomo-desktop-*.sock' -user nobody)"
+[ -z "$left_socket" ] || fail "quitting left the single-instance socket $left_socket"
+echo "ok: the tray's Quit shut the session down and removed the single-instance socket"
 
 # --- 2. the user's own profile, listed with the bundled ones, switchable
 sed -e 's/^name = "Kuro"/name = "Mira"/' -e 's/^agent_id = "kuro"/agent_id = "mira"/' \

@@ -233,5 +233,6 @@ pub(crate) async fn quit(app: tauri::AppHandle) {
         prepared.settle().await;
         tracing::info!("session shut down");
     }
+    single_instance::release(); // packaging: the next launch finds no stale socket
     app.exit(0);
 }

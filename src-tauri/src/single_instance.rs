@@ -11,9 +11,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 const SHOW: &str = "show";
+
+/// The socket this process serves, for [`release`] (the app exits without running destructors).
+static OWNED: OnceLock<PathBuf> = OnceLock::new();
 
 /// The result of [`claim`].
 pub enum Claim {
@@ -66,6 +70,7 @@ fn claim_at(path: PathBuf) -> Result<Claim, ClaimError> {
             Ok(listener) => {
                 std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
                     .map_err(fail)?;
+                let _ = OWNED.set(path.clone());
                 return Ok(Claim::First(Instance { listener, path }));
             }
             Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
@@ -135,6 +140,13 @@ fn handle(mut stream: UnixStream, on_show: &impl Fn()) {
 impl Drop for Instance {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Removes this process's socket (on quit: the serving thread never ends on its own).
+pub fn release() {
+    if let Some(path) = OWNED.get() {
+        let _ = std::fs::remove_file(path);
     }
 }
 
