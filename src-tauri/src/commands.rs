@@ -24,7 +24,11 @@ pub async fn send_op(state: State<'_, AppState>, op: Op) -> Result<(), String> {
 /// the profiles directory, resolved to an absolute path there).
 pub fn checked_op(state: &AppState, op: Op) -> Result<Op, String> {
     // Packaging: `switch_profile` is checked against the folder (bundled or the user's) that holds it.
-    state.profiles.policy_for(&op).check(op).map_err(|e| e.to_string())
+    state
+        .profiles
+        .policy_for(&op)
+        .check(op)
+        .map_err(|e| e.to_string())
 }
 
 /// Every kept session event after `last_seq` (0: from the start): what a reloaded webview missed.

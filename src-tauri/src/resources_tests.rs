@@ -82,7 +82,10 @@ fn an_installed_app_starts_with_the_bundled_hana_and_lists_the_users_profiles_to
         let op = Op::SwitchProfile {
             path: outside.into(),
         };
-        assert!(layout.profiles.policy_for(&op).check(op).is_err(), "{outside}");
+        assert!(
+            layout.profiles.policy_for(&op).check(op).is_err(),
+            "{outside}"
+        );
     }
     // The shared policy resolves a switch in the folder that holds the file.
     let op = Op::SwitchProfile {
@@ -92,7 +95,13 @@ fn an_installed_app_starts_with_the_bundled_hana_and_lists_the_users_profiles_to
         panic!("switching to the user's Kuro is refused");
     };
     assert_eq!(PathBuf::from(path), kuro);
-    assert!(layout.profiles.policy_for(&Op::Shutdown).check(Op::Shutdown).is_err());
+    assert!(
+        layout
+            .profiles
+            .policy_for(&Op::Shutdown)
+            .check(Op::Shutdown)
+            .is_err()
+    );
 }
 
 #[test]
