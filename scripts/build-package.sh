@@ -45,4 +45,6 @@ if [ "$profile" = release ]; then
 fi
 "$cargo_tauri" bundle "${tauri_flags[@]}" --ci --bundles deb --config "$extra_config"
 deb="$(ls -t "$CARGO_TARGET_DIR/$profile/bundle/deb/"*.deb | head -1)"
+# The bundler's staging copy (every installed file, unpacked) is hundreds of MB: only the .deb is kept.
+rm -rf "${deb%.deb}"
 echo "$deb"
