@@ -10,7 +10,7 @@ use tauri_specta::Event as _;
 use tomo_config::profile::load_profile;
 use tomo_protocol::Event;
 use tomo_runtime::{EnvOptions, ModelInstall, SessionBuilder, VoiceFlags};
-use tomo_speech::models::InstallEvent;
+use tomo_speech::models::{InstallEvent, ModelStore};
 
 use crate::events::SessionEvent;
 use crate::state::AppState;
@@ -35,9 +35,10 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
     let (session, mut events) = SessionBuilder::new(&options.profile, loaded.profile)
         .env(options.env)
         .listen_flags(flags)
-        .voice(&options.voice, ModelInstall::Install(Box::new(log_install)))
+        .voice(&options.voice, install_progress(&app, &options.profile))
         .start()
         .await?;
+    crate::startup::set(&app, crate::startup::Startup::Ready);
     if let Some(device) = &session.microphone {
         tracing::info!(%device, "listening");
     }
@@ -78,9 +79,22 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
     Ok(())
 }
 
-/// First-run model install, in the log (per-chunk download progress is too chatty for it).
-fn log_install(event: InstallEvent) {
-    if !matches!(event, InstallEvent::Downloading { .. }) {
-        tracing::info!(?event, "model install");
-    }
+/// First-run model install, shown in the window (startup.rs) and in the log (per-chunk download
+/// progress is too chatty for it).
+fn install_progress(app: &AppHandle, profile_path: &std::path::Path) -> ModelInstall {
+    let missing = ModelStore::from_env().ok().and_then(|store| {
+        let profile = load_profile(profile_path).ok()?.profile;
+        let missing = tomo_runtime::voice::missing_models(&store, &profile).ok()?;
+        (!missing.is_empty()).then(|| crate::startup::install_message(&store, &missing))
+    });
+    let mut progress =
+        missing.map(|message| crate::startup::InstallProgress::new(app.clone(), message));
+    ModelInstall::Install(Box::new(move |event: InstallEvent| {
+        if !matches!(event, InstallEvent::Downloading { .. }) {
+            tracing::info!(?event, "model install");
+        }
+        if let Some(progress) = progress.as_mut() {
+            progress.on_event(&event);
+        }
+    }))
 }

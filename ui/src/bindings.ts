@@ -19,12 +19,16 @@ export const commands = {
 	setHitRegion: (region: HitRegion | null) => typedError<null, string>(__TAURI_INVOKE("set_hit_region", { region })),
 	/**  Ends the session cleanly (its history flushed) and exits with status 0. */
 	quit: () => typedError<null, string>(__TAURI_INVOKE("quit")),
+	startupStatus: () => __TAURI_INVOKE<Startup_Serialize>("startup_status"),
+	autostartEnabled: () => __TAURI_INVOKE<boolean>("autostart_enabled"),
+	setAutostart: (on: boolean) => typedError<null, string>(__TAURI_INVOKE("set_autostart", { on })),
 };
 
 /** Events */
 export const events = {
 	petModeChanged: makeEvent<PetModeChanged, PetModeChanged>("pet-mode-changed"),
 	sessionEvent: makeEvent<SessionEvent_Serialize, SessionEvent_Deserialize>("session-event"),
+	startupChanged: makeEvent<StartupChanged_Serialize, StartupChanged_Deserialize>("startup-changed"),
 };
 
 /* Types */
@@ -517,6 +521,44 @@ export type SessionEvent_Serialize = EventEnvelope_Serialize;
 
 /**  Conversation states, owned by the session coordinator. */
 export type SessionState = "idle" | "listening" | "thinking" | "speaking";
+
+/**  Where startup stands. */
+export type Startup = Startup_Serialize | Startup_Deserialize;
+
+/**  Startup changed (the UI shows it over the character until `ready`). */
+export type StartupChanged = StartupChanged_Serialize | StartupChanged_Deserialize;
+
+/**  Startup changed (the UI shows it over the character until `ready`). */
+export type StartupChanged_Deserialize = Startup_Deserialize;
+
+/**  Startup changed (the UI shows it over the character until `ready`). */
+export type StartupChanged_Serialize = Startup_Serialize;
+
+/**  Where startup stands. */
+export type Startup_Deserialize = 
+/**  Loading the character and the voice. */
+{ phase: "starting" } | 
+/**  First run: the voice models are being installed. `message` says what in plain words. */
+{ phase: "installing_models"; message: string; 
+/**  The file being downloaded, and how far (bytes). */
+file?: string | null; done: number; total?: number | null } | 
+/**  The session runs. */
+{ phase: "ready" } | 
+/**  The session cannot start; `message` says why and what to do. */
+{ phase: "failed"; message: string };
+
+/**  Where startup stands. */
+export type Startup_Serialize = 
+/**  Loading the character and the voice. */
+{ phase: "starting" } | 
+/**  First run: the voice models are being installed. `message` says what in plain words. */
+{ phase: "installing_models"; message: string; 
+/**  The file being downloaded, and how far (bytes). */
+file: string | null; done: number; total: number | null } | 
+/**  The session runs. */
+{ phase: "ready" } | 
+/**  The session cannot start; `message` says why and what to do. */
+{ phase: "failed"; message: string };
 
 /**
  *  A tool call as a structured event: emitted `Running` for every call of a round before any runs,

@@ -2,6 +2,7 @@
 import './style.css';
 import { Connection, type Transport } from './connection';
 import { bindingsIpc, desktopProfiles, setupPetMode } from './desktop';
+import { setupStartup } from './startup';
 import { TauriConnection, inTauri } from './tauri';
 import { controlNotice } from './control';
 import { Director } from './director';
@@ -150,6 +151,8 @@ const conn: Transport = desktop
   ? new TauriConnection({ ipc: bindingsIpc, ...handlers })
   : new Connection({ url: socketUrl, ...handlers });
 if (desktop) setupPetMode({ toolbar: ui.toolbar, stage: ui.stage, bounds: () => character.bounds() });
+// Packaging: the first run's model install and startup problems, shown in the window.
+if (desktop) setupStartup(root);
 
 async function boot(): Promise<void> {
   try {

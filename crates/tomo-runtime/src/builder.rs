@@ -166,21 +166,13 @@ impl SessionBuilder {
             None
         };
         let sink = output_sink(&self.profile, &self.voice_out, store.as_ref(), &notify)?;
-        let listener = match (&self.voice_in, &store) {
+        // Built before the profile moves into the session; the microphone opens once it runs.
+        let mic_profile = match (&self.voice_in, &store) {
             (VoiceIn::Microphone { barge_in }, Some(store)) => {
-                match (voice::vad(store), voice::asr(&self.profile, store)) {
-                    (Ok(vad), Ok(asr)) => Some((vad, asr, *barge_in)),
-                    (Err(error), _) | (_, Err(error)) => {
-                        notify(Notice::warning(format!(
-                            "no speech input ({error:#}); type your messages"
-                        )));
-                        None
-                    }
-                }
+                Some((self.profile.clone(), store.clone(), *barge_in))
             }
             _ => None,
         };
-        let input_device = self.profile.asr.input_device.clone();
         let mut prepared = environment(&self.profile_path, &self.profile, &self.env);
         prepared.env.extra_hooks.extend(self.extra_hooks);
         let (handle, events) = start_session(self.profile, prepared.env.clone(), sink).await?;
@@ -188,27 +180,25 @@ impl SessionBuilder {
         self.notices.connect(ops.clone());
 
         let flags = ListenFlags {
-            barge_in: listener.as_ref().is_some_and(|(.., barge_in)| *barge_in),
+            barge_in: mic_profile.as_ref().is_some_and(|(.., barge_in)| *barge_in),
             ..self.flags
         };
-        let microphone = listener.and_then(|(vad, asr, _)| {
-            match start_listening(
-                input_device,
-                vad,
-                asr,
-                ops.clone(),
-                flags.clone(),
-                Arc::clone(&notify),
-            ) {
-                Ok(device) => Some(device),
-                Err(error) => {
-                    notify(Notice::warning(format!(
-                        "no microphone ({error}); type your messages"
-                    )));
+        let microphone = match mic_profile {
+            Some((profile, store, _)) => {
+                let (ops, flags, notify) = (ops.clone(), flags.clone(), Arc::clone(&notify));
+                // Off the async workers: loading whisper blocks, and a cloud recogniser's blocking HTTP
+                // client must not be dropped on an async thread if the microphone cannot open.
+                tokio::task::spawn_blocking(move || {
+                    open_microphone(&profile, &store, ops, flags, &notify)
+                })
+                .await
+                .unwrap_or_else(|error| {
+                    tracing::error!(%error, "opening the microphone failed");
                     None
-                }
+                })
             }
-        });
+            None => None,
+        };
         // The microphone front end follows the session (speaking, mute, push-to-talk) from its events,
         // before the front end sees them.
         let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -222,6 +212,35 @@ impl SessionBuilder {
             store,
         };
         Ok((running, events_rx))
+    }
+}
+
+/// VAD + ASR + the microphone, or `None` (said as a notice): the user types then.
+fn open_microphone(
+    profile: &Profile,
+    store: &ModelStore,
+    ops: mpsc::Sender<Op>,
+    flags: ListenFlags,
+    notify: &Notify,
+) -> Option<String> {
+    let (vad, asr) = match (voice::vad(store), voice::asr(profile, store)) {
+        (Ok(vad), Ok(asr)) => (vad, asr),
+        (Err(error), _) | (_, Err(error)) => {
+            notify(Notice::warning(format!(
+                "no speech input ({error:#}); type your messages"
+            )));
+            return None;
+        }
+    };
+    let device = profile.asr.input_device.clone();
+    match start_listening(device, vad, asr, ops, flags, Arc::clone(notify)) {
+        Ok(device) => Some(device),
+        Err(error) => {
+            notify(Notice::warning(format!(
+                "no microphone ({error}); type your messages"
+            )));
+            None
+        }
     }
 }
 
