@@ -121,3 +121,17 @@ pub fn tone(freq: f32, sample_rate: u32, secs: f32) -> Vec<f32> {
         .map(|i| (2.0 * std::f32::consts::PI * freq * i as f32 / sample_rate as f32).sin() * 0.3)
         .collect()
 }
+
+/// The Smart Turn v3 model from the store (ONNX Runtime loaded), if installed.
+pub fn smart_turn() -> Option<tomo_audio::SmartTurn> {
+    let (_, runtime) = silero_paths()?;
+    let model = tomo_audio::turn::smart_turn::model_path(&models_dir());
+    if !model.is_file() {
+        skip_or_fail(&format!(
+            "{} is missing (install it with `tomo models install`)",
+            model.display()
+        ));
+        return None;
+    }
+    Some(tomo_audio::SmartTurn::new(&model, &runtime).expect("Smart Turn loads"))
+}
