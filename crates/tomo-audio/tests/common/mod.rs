@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod echo;
+
 pub use tomo_testkit::prereq::{models_dir, skip_or_fail};
 
 /// Paths of the Silero model and the ONNX Runtime library, if installed.
