@@ -114,7 +114,7 @@ def speech_bounds(samples: np.ndarray, threshold: float):
 
 
 def comma_gap(samples: np.ndarray, expected_fraction: float):
-    """The quiet stretch nearest to where the comma falls: (first, last) sample, or None."""
+    """The comma's pause: (first, last) sample, or None."""
     e = energy(samples)
     threshold = max(e.max() * 0.03, 0.002)
     quiet = e < threshold
@@ -126,12 +126,13 @@ def comma_gap(samples: np.ndarray, expected_fraction: float):
         elif not quiet[i] and run is not None:
             gaps.append((run, i))
             run = None
-    # At least 40 ms of quiet, the one closest to the comma's place in the text.
-    gaps = [g for g in gaps if g[1] - g[0] >= 4]
+    # The voices pause longest at the comma; stop closures inside words ("thinking") are shorter. Take the
+    # longest quiet stretch of at least 60 ms, a little in favour of the comma's place in the text.
+    gaps = [g for g in gaps if g[1] - g[0] >= 6]
     if not gaps:
         return None
     target = start + expected_fraction * (end - start)
-    best = min(gaps, key=lambda g: abs((g[0] + g[1]) * 80 - target))
+    best = max(gaps, key=lambda g: (g[1] - g[0]) * 160 - 0.05 * abs((g[0] + g[1]) * 80 - target))
     return best[0] * 160, best[1] * 160
 
 

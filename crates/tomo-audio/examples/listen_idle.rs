@@ -29,8 +29,14 @@ fn thread_ticks() -> BTreeMap<String, u64> {
         };
         let name = format!("{} [{}]", &stat[open + 1..close], stat[..open].trim());
         let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
-        let used = fields.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
-            + fields.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        let used = fields
+            .get(11)
+            .and_then(|u| u.parse::<u64>().ok())
+            .unwrap_or(0)
+            + fields
+                .get(12)
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
         ticks.insert(name, used);
     }
     ticks
@@ -42,7 +48,10 @@ fn main() -> anyhow::Result<()> {
     let aec = args.iter().any(|a| a == "--aec");
     let playback = args.iter().any(|a| a == "--playback");
     let root = std::env::var_os("TOMO_MODELS_DIR").map_or_else(
-        || PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".local/share/tomo/models"),
+        || {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default())
+                .join(".local/share/tomo/models")
+        },
         PathBuf::from,
     );
     let vad = SileroVad::new(
@@ -51,7 +60,10 @@ fn main() -> anyhow::Result<()> {
     )?;
     let reference = RenderReference::new();
     let _output = if playback {
-        Some(RodioOutput::open_with_reference(None, Some(reference.clone()))?)
+        Some(RodioOutput::open_with_reference(
+            None,
+            Some(reference.clone()),
+        )?)
     } else {
         None
     };

@@ -6,6 +6,7 @@
 //! The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tomo_audio::turn::smart_turn::model_path;
@@ -20,11 +21,19 @@ struct Timed {
     calls: Vec<f64>,
 }
 
-impl EndOfTurn for &mut Timed {
+/// The segmenter owns its model (`'static`); the benchmark keeps a handle to read the timings.
+#[derive(Clone)]
+struct Shared(Arc<Mutex<Timed>>);
+
+impl EndOfTurn for Shared {
     fn probability_done(&mut self, utterance: &[f32]) -> Result<f32, TurnError> {
+        let mut timed = self
+            .0
+            .lock()
+            .map_err(|_| TurnError::Inference("poisoned".into()))?;
         let started = Instant::now();
-        let p = self.inner.probability_done(utterance);
-        self.calls.push(started.elapsed().as_secs_f64() * 1000.0);
+        let p = timed.inner.probability_done(utterance);
+        timed.calls.push(started.elapsed().as_secs_f64() * 1000.0);
         p
     }
 }
@@ -58,7 +67,8 @@ fn models_root() -> PathBuf {
 }
 
 fn load_set(dir: &Path) -> anyhow::Result<Vec<Recording>> {
-    let set: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("set.json"))?)?;
+    let set: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("set.json"))?)?;
     let mut out = Vec::new();
     for r in set["recordings"].as_array().into_iter().flatten() {
         out.push(Recording {
@@ -75,7 +85,7 @@ fn segment(
     audio: &[f32],
     vad: &mut SileroVad,
     config: &SegmenterConfig,
-    model: Option<&mut Timed>,
+    model: Option<Shared>,
 ) -> anyhow::Result<Vec<usize>> {
     use tomo_audio::VoiceActivity;
     vad.reset();
@@ -105,12 +115,12 @@ fn evaluate(
     set: &[Recording],
     vad: &mut SileroVad,
     config: &SegmenterConfig,
-    mut model: Option<&mut Timed>,
+    model: Option<Shared>,
 ) -> anyhow::Result<Tally> {
     let mut tally = Tally::default();
     for recording in set {
         let audio = read_wav_16k(&dir.join(&recording.file))?;
-        let emitted = segment(&audio, vad, config, model.as_deref_mut())?;
+        let emitted = segment(&audio, vad, config, model.clone())?;
         let Some(&last) = emitted.last() else {
             tally.missed += 1;
             continue;
@@ -148,7 +158,11 @@ fn report(name: &str, tally: &Tally) {
         tally.paused,
         stats(&tally.complete_waits),
         stats(&tally.paused_waits),
-        if tally.missed > 0 { format!("  ({} never ended)", tally.missed) } else { String::new() }
+        if tally.missed > 0 {
+            format!("  ({} never ended)", tally.missed)
+        } else {
+            String::new()
+        }
     );
 }
 
@@ -165,13 +179,16 @@ fn main() -> anyhow::Result<()> {
     let runtime = root.join("runtime/libonnxruntime.so");
     let mut vad = SileroVad::new(&root.join("vad/silero_vad.onnx"), &runtime)?;
     let threads = flag("--threads").unwrap_or(2) as usize;
-    let mut timed = Timed {
+    let shared = Shared(Arc::new(Mutex::new(Timed {
         inner: SmartTurn::with_threads(&model_path(&root), &runtime, threads)?,
         calls: Vec::new(),
-    };
+    })));
 
     if let Some(runs) = flag("--speed") {
-        let speech: Vec<f32> = (0..128_000).map(|i| ((i as f32) * 0.031).sin() * 0.2).collect();
+        let mut timed = shared.0.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        let speech: Vec<f32> = (0..128_000)
+            .map(|i| ((i as f32) * 0.031).sin() * 0.2)
+            .collect();
         let mut extract = Vec::new();
         let mut infer = Vec::new();
         for _ in 0..runs {
@@ -203,31 +220,53 @@ fn main() -> anyhow::Result<()> {
         let tally = evaluate(&dir, &set, &mut vad, &config, None)?;
         report(&format!("fixed hangover {hangover} ms"), &tally);
     }
-    let grid: Vec<(u64, u64, Option<u64>)> = match (flag("--min"), flag("--max")) {
-        (Some(min), Some(max)) => vec![(min, max, flag("--recheck"))],
+    // (min silence, max silence, recheck, threshold in percent)
+    let grid: Vec<(u64, u64, Option<u64>, u64)> = match (flag("--min"), flag("--max")) {
+        (Some(min), Some(max)) => vec![(
+            min,
+            max,
+            flag("--recheck"),
+            flag("--threshold").unwrap_or(50),
+        )],
         _ => vec![
-            (200, 1_500, Some(400)),
-            (200, 1_500, None),
-            (200, 1_000, Some(300)),
-            (150, 1_200, Some(300)),
-            (250, 2_000, Some(500)),
+            (200, 1_500, Some(400), 50),
+            (200, 1_500, None, 50),
+            (200, 1_000, None, 90),
+            (200, 900, None, 95),
+            (200, 1_000, None, 95),
+            (200, 800, None, 95),
+            (200, 1_000, Some(400), 98),
         ],
     };
-    for (min, max, recheck) in grid {
+    for (min, max, recheck, threshold) in grid {
         let config = SegmenterConfig {
             turn: TurnConfig {
                 min_silence: Duration::from_millis(min),
                 max_silence: Duration::from_millis(max),
                 recheck: recheck.map(Duration::from_millis),
-                threshold: 0.5,
+                threshold: threshold as f32 / 100.0,
             },
             ..SegmenterConfig::default()
         };
-        timed.calls.clear();
-        let tally = evaluate(&dir, &set, &mut vad, &config, Some(&mut timed))?;
+        shared
+            .0
+            .lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .calls
+            .clear();
+        let tally = evaluate(&dir, &set, &mut vad, &config, Some(shared.clone()))?;
+        let calls = shared
+            .0
+            .lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .calls
+            .clone();
         let recheck = recheck.map_or("once".to_string(), |r| format!("every {r}"));
-        report(&format!("Smart Turn {min}/{max} ms, {recheck}"), &tally);
-        println!("{:<34} {} calls: {}", "", timed.calls.len(), stats(&timed.calls));
+        report(
+            &format!("Smart Turn {min}/{max} ms, {recheck}, p>={threshold}%"),
+            &tally,
+        );
+        println!("{:<34} {} calls: {}", "", calls.len(), stats(&calls));
     }
     Ok(())
 }

@@ -122,14 +122,20 @@ mod tests {
     fn a_click_and_a_short_burst_do_not_interrupt() {
         let mut gate = BargeInGate::new(&BargeInConfig::default());
         // A 1-frame click, then a 4-frame (128 ms) burst.
-        let fired = feed(&mut gate, &[0.1, 0.9, 0.1, 0.1, 0.8, 0.9, 0.9, 0.7, 0.1, 0.1]);
+        let fired = feed(
+            &mut gate,
+            &[0.1, 0.9, 0.1, 0.1, 0.8, 0.9, 0.9, 0.7, 0.1, 0.1],
+        );
         assert!(fired.is_empty());
     }
 
     #[test]
     fn mm_hm_is_two_short_hums_and_does_not_interrupt() {
         let mut gate = BargeInGate::new(&BargeInConfig::default());
-        let fired = feed(&mut gate, &[0.9, 0.9, 0.9, 0.1, 0.1, 0.9, 0.9, 0.9, 0.1, 0.1]);
+        let fired = feed(
+            &mut gate,
+            &[0.9, 0.9, 0.9, 0.1, 0.1, 0.9, 0.9, 0.9, 0.1, 0.1],
+        );
         assert!(fired.is_empty());
     }
 

@@ -20,7 +20,7 @@ pub use barge_in::{BargeIn, BargeInConfig, BargeInGate};
 pub use capture::{
     Capture, CaptureConfig, CaptureError, CaptureStatus, CaptureStreams, list_input_devices,
 };
-pub use echo::{EchoCanceller, EchoConfig, RenderReference};
+pub use echo::{EchoCanceller, EchoConfig, EchoOutput, RenderReference};
 pub use pcm::Audio;
 pub use playback::{RodioOutput, list_output_devices};
 pub use segmenter::{

@@ -566,7 +566,8 @@ impl ReferenceTap {
 
     fn flush(&mut self, rate: u32) {
         if let Some(pulled) = self.first_pulled.take() {
-            self.reference.push(&self.block, rate, pulled + self.latency);
+            self.reference
+                .push(&self.block, rate, pulled + self.latency);
         }
         self.block.clear();
     }
@@ -584,12 +585,7 @@ struct TrackedClip {
 }
 
 impl TrackedClip {
-    fn new(
-        id: u64,
-        audio: crate::Audio,
-        reports: Sender<Msg>,
-        tap: Option<ReferenceTap>,
-    ) -> Self {
+    fn new(id: u64, audio: crate::Audio, reports: Sender<Msg>, tap: Option<ReferenceTap>) -> Self {
         let mut samples = audio.samples;
         if samples.is_empty() {
             // One silent sample so the source is pulled at all and both reports fire in order.

@@ -99,7 +99,10 @@ fn at(frames: u32) -> Duration {
 #[test]
 fn done_ends_the_turn_after_the_short_silence() {
     let model = oracle(vec![Ok(0.9)]);
-    let segments = run(script(&[(20, 0.0), (20, 0.9), (40, 0.0)]), Some(model.clone()));
+    let segments = run(
+        script(&[(20, 0.0), (20, 0.9), (40, 0.0)]),
+        Some(model.clone()),
+    );
     assert_eq!(segments.len(), 1);
     let (emitted, segment) = &segments[0];
     // Last speech frame 39; 4 silent frames later (frame 43) the model is asked and says done.
@@ -113,11 +116,17 @@ fn done_ends_the_turn_after_the_short_silence() {
 #[test]
 fn not_done_asks_again_and_gives_up_at_the_maximum_silence() {
     let model = oracle(vec![Ok(0.1), Ok(0.2), Ok(0.3), Ok(0.4)]);
-    let segments = run(script(&[(20, 0.0), (20, 0.9), (40, 0.0)]), Some(model.clone()));
+    let segments = run(
+        script(&[(20, 0.0), (20, 0.9), (40, 0.0)]),
+        Some(model.clone()),
+    );
     assert_eq!(segments.len(), 1);
     let (emitted, segment) = &segments[0];
     assert_eq!(segment.ended_by, TurnEnd::MaxSilence);
-    assert_eq!(*emitted, 59, "20 silent frames after the last speech frame 39");
+    assert_eq!(
+        *emitted, 59,
+        "20 silent frames after the last speech frame 39"
+    );
     let asked: Vec<usize> = model.heard.lock().unwrap().iter().map(|h| h.1).collect();
     assert_eq!(asked, vec![43, 48, 53, 58]);
 }
@@ -132,7 +141,10 @@ fn a_pause_the_model_calls_unfinished_does_not_split_the_utterance() {
     );
     assert_eq!(segments.len(), 1);
     assert_eq!(segments[0].1.start, at(10));
-    assert_eq!(segments[0].1.ended_by, TurnEnd::ModelDone { probability: 0.95 });
+    assert_eq!(
+        segments[0].1.ended_by,
+        TurnEnd::ModelDone { probability: 0.95 }
+    );
     // Asked in the pause (at 33) and after the second part (last speech 51 → 55).
     let asked: Vec<usize> = model.heard.lock().unwrap().iter().map(|h| h.1).collect();
     assert_eq!(asked, vec![33, 38, 55]);
@@ -149,7 +161,10 @@ fn a_pause_the_model_calls_unfinished_does_not_split_the_utterance() {
 #[test]
 fn a_failing_model_falls_back_to_the_hangover() {
     let model = oracle(vec![Err(TurnError::Inference("broken".into()))]);
-    let segments = run(script(&[(20, 0.0), (20, 0.9), (40, 0.0)]), Some(model.clone()));
+    let segments = run(
+        script(&[(20, 0.0), (20, 0.9), (40, 0.0)]),
+        Some(model.clone()),
+    );
     assert_eq!(segments.len(), 1);
     let (emitted, segment) = &segments[0];
     assert_eq!(segment.ended_by, TurnEnd::Hangover);

@@ -87,7 +87,10 @@ fn a_finished_question_is_done_and_a_broken_off_sentence_is_not() {
     let done = model.probability_done(&complete).unwrap();
     let not_done = model.probability_done(&incomplete).unwrap();
     assert!(done >= 0.5, "\"What time is it right now?\" → {done}");
-    assert!(not_done < 0.5, "\"I was thinking that maybe we could\" → {not_done}");
+    assert!(
+        not_done < 0.5,
+        "\"I was thinking that maybe we could\" → {not_done}"
+    );
 }
 
 #[test]

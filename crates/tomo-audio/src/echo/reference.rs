@@ -221,11 +221,11 @@ impl ReferenceTimeline {
                 return;
             }
         };
-        let consumed = block.samples.len() as f64 * f64::from(SAMPLE_RATE)
-            / f64::from(block.sample_rate);
+        let consumed =
+            block.samples.len() as f64 * f64::from(SAMPLE_RATE) / f64::from(block.sample_rate);
         // The stretch's own length, not the block's stamp: jitter must not stretch or squeeze it.
-        stretch.input_end = stretch.start
-            + ((stretch.input_end - stretch.start) as f64 + consumed).round() as i64;
+        stretch.input_end =
+            stretch.start + ((stretch.input_end - stretch.start) as f64 + consumed).round() as i64;
         let at = stretch.start + stretch.produced;
         stretch.produced += converted.len() as i64;
         self.write_samples(at, &converted);
@@ -363,9 +363,15 @@ mod tests {
         let mut out = vec![0.0; 16_000];
         timeline.read(0, &mut out);
         // One second of a 440 Hz tone at 16 kHz: ~880 zero crossings, and the held-back tail flushed.
-        let crossings = out.windows(2).filter(|w| (w[0] < 0.0) != (w[1] < 0.0)).count();
+        let crossings = out
+            .windows(2)
+            .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
+            .count();
         assert!((crossings as i64 - 880).abs() < 10, "{crossings} crossings");
-        assert!(out[15_500..15_900].iter().any(|s| s.abs() > 0.3), "tail present");
+        assert!(
+            out[15_500..15_900].iter().any(|s| s.abs() > 0.3),
+            "tail present"
+        );
     }
 
     #[test]

@@ -47,7 +47,8 @@ impl SmartTurn {
         };
         // No spinning: the model runs about once per pause, and spinning pool threads would burn a
         // core between the runs for nothing.
-        let failed = |e: ort::Error<ort::session::builder::SessionBuilder>| load_failed(e.to_string());
+        let failed =
+            |e: ort::Error<ort::session::builder::SessionBuilder>| load_failed(e.to_string());
         let session = Session::builder(&environment)
             .map_err(|e| load_failed(e.to_string()))?
             .with_intra_threads(threads.max(1))

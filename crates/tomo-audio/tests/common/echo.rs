@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use tomo_audio::{
-    EchoCanceller, EchoConfig, FRAME_SAMPLES, RenderReference, SileroVad, VoiceActivity,
-    read_wav_mono,
+    EchoCanceller, EchoConfig, EchoOutput, FRAME_SAMPLES, RenderReference, SileroVad,
+    VoiceActivity, read_wav_mono,
 };
 
 pub fn fixture(case: &str) -> PathBuf {
@@ -18,17 +18,21 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// The microphone of `case` (16 kHz), cleaned with the shared reference when `aec`; the playback side runs
+/// The microphone of `case` (16 kHz), cleaned with the shared reference when `aec` says which output; the playback side runs
 /// 100 ms ahead of the capture, in blocks of 256 samples, as the rodio tap feeds it.
-pub fn cleaned_mic(case: &str, aec: bool) -> Vec<f32> {
+pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Vec<f32> {
     let mic = read_wav_mono(&fixture(case).join("mic.wav")).unwrap();
     assert_eq!(mic.sample_rate, 16_000);
-    if !aec {
+    let Some(output) = aec else {
         return mic.samples;
-    }
+    };
     let played = read_wav_mono(&fixture("echo-answers").join("ref.wav")).unwrap();
     let reference = RenderReference::new();
-    let mut canceller = EchoCanceller::new(reference.clone(), &EchoConfig::default());
+    let config = EchoConfig {
+        output,
+        ..EchoConfig::default()
+    };
+    let mut canceller = EchoCanceller::new(reference.clone(), &config);
     let ratio = 16_000.0 / f64::from(played.sample_rate);
     let mut blocks = played.samples.chunks(256).enumerate().peekable();
     let mut out = Vec::with_capacity(mic.samples.len());
@@ -43,6 +47,13 @@ pub fn cleaned_mic(case: &str, aec: bool) -> Vec<f32> {
             blocks.next();
         }
         out.extend(canceller.process_at(frame, index));
+        if k % 400 == 399 && std::env::var_os("ECHO_TRACE").is_some() {
+            let (erl, erle, delay) = canceller.metrics();
+            eprintln!(
+                "  {case} {:5.1} s: ERL {erl:5.1} dB, ERLE {erle:5.1} dB, delay {delay} ms",
+                index as f64 / 16_000.0
+            );
+        }
     }
     out
 }
