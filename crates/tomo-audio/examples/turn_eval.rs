@@ -212,14 +212,13 @@ fn main() -> anyhow::Result<()> {
         set.iter().filter(|r| r.paused).count(),
         dir.display()
     );
-    for hangover in [600_u64] {
-        let config = SegmenterConfig {
-            hangover: Duration::from_millis(hangover),
-            ..SegmenterConfig::default()
-        };
-        let tally = evaluate(&dir, &set, &mut vad, &config, None)?;
-        report(&format!("fixed hangover {hangover} ms"), &tally);
-    }
+    let hangover = flag("--hangover").unwrap_or(600);
+    let config = SegmenterConfig {
+        hangover: Duration::from_millis(hangover),
+        ..SegmenterConfig::default()
+    };
+    let tally = evaluate(&dir, &set, &mut vad, &config, None)?;
+    report(&format!("fixed hangover {hangover} ms"), &tally);
     // (min silence, max silence, recheck, threshold in percent)
     let grid: Vec<(u64, u64, Option<u64>, u64)> = match (flag("--min"), flag("--max")) {
         (Some(min), Some(max)) => vec![(
