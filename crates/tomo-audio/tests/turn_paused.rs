@@ -65,7 +65,12 @@ fn smart_turn_cuts_no_more_pauses_than_the_fixed_hangover_and_ends_finished_turn
         assert_eq!(fixed.ended_by, TurnEnd::Hangover);
         eprintln!(
             "{}: fixed waits {:.0} ms (cut early: {}), Smart Turn {:.0} ms (cut early: {}, {:?})",
-            recording["file"], fixed.wait_ms, fixed.cut_early, smart.wait_ms, smart.cut_early, smart.ended_by
+            recording["file"],
+            fixed.wait_ms,
+            fixed.cut_early,
+            smart.wait_ms,
+            smart.cut_early,
+            smart.ended_by
         );
         fixed_cuts += usize::from(fixed.cut_early);
         model_cuts += usize::from(smart.cut_early);
@@ -75,8 +80,14 @@ fn smart_turn_cuts_no_more_pauses_than_the_fixed_hangover_and_ends_finished_turn
             confident += usize::from(matches!(smart.ended_by, TurnEnd::ModelDone { .. }));
         }
     }
-    assert!(model_cuts <= fixed_cuts, "{model_cuts} early cuts, the hangover {fixed_cuts}");
-    assert!(confident >= 1, "the model was never sure a finished sentence was finished");
+    assert!(
+        model_cuts <= fixed_cuts,
+        "{model_cuts} early cuts, the hangover {fixed_cuts}"
+    );
+    assert!(
+        confident >= 1,
+        "the model was never sure a finished sentence was finished"
+    );
     assert!(
         model_wait < fixed_wait,
         "finished utterances: {model_wait:.0} ms in all, the hangover {fixed_wait:.0} ms"
