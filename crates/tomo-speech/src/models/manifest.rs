@@ -49,6 +49,8 @@ fn yes() -> bool {
 pub enum ModelKind {
     Whisper,
     Vad,
+    /// Semantic end-of-turn detection (tomo-audio's segmenter).
+    EndOfTurn,
     TtsVoice,
     Runtime,
     /// Screen-reading models (tomo-vision).
