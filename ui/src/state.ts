@@ -67,6 +67,8 @@ export interface UiState {
   doNotDisturb: boolean;
   /** The microphone listens only while the talk button is held. */
   pushToTalk: boolean;
+  /** The microphone is ignored while the character speaks (no talking over it). */
+  halfDuplex: boolean;
   /** What the character's plugins report about themselves (mood_chat: the mood), by plugin id. */
   plugins: Record<string, PluginState>;
   /** The last thing a sensor noticed (shown next to the indicator). */
@@ -97,6 +99,7 @@ export function initialState(): UiState {
     micMuted: false,
     doNotDisturb: false,
     pushToTalk: false,
+    halfDuplex: false,
     plugins: {},
     lastObservation: null,
     proactiveTurns: [],
@@ -263,7 +266,13 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
     case 'error':
       return pushNotice(s, 'error', describeError(ev.code, ev.message, ev.recoverable));
     case 'mode_changed':
-      return { ...s, micMuted: ev.mic_muted, doNotDisturb: ev.do_not_disturb, pushToTalk: ev.push_to_talk ?? false };
+      return {
+        ...s,
+        micMuted: ev.mic_muted,
+        doNotDisturb: ev.do_not_disturb,
+        pushToTalk: ev.push_to_talk ?? false,
+        halfDuplex: ev.half_duplex ?? false,
+      };
     case 'push_to_talk':
       return s; // for the microphone front end
     case 'observation':

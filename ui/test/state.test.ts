@@ -120,6 +120,9 @@ describe('game companion and settings events', () => {
     s = reduce(s, { seq: 7, type: 'plugin_state', plugin: 'mood_chat', state: { label: 'mood', value: 62.4, reason: 'joy' } });
     s = reduce(s, { seq: 8, type: 'mode_changed', mic_muted: true, do_not_disturb: true, push_to_talk: true });
     expect([s.plugins.mood_chat?.value, s.micMuted, s.doNotDisturb, s.pushToTalk]).toEqual([62.4, true, true, true]);
+    expect(s.halfDuplex).toBe(false);
+    s = reduce(s, { seq: 9, type: 'mode_changed', mic_muted: true, do_not_disturb: true, push_to_talk: true, half_duplex: true });
+    expect(s.halfDuplex).toBe(true);
     s = reduce(s, { seq: 9, type: 'sensor_status', plugin: 'screen_watch', state: 'stopped' });
     expect(isWatching(s)).toBe(false);
     expect(s.lastObservation).toBeNull();

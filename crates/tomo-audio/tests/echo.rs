@@ -39,7 +39,7 @@ fn detections(probabilities: &[f32]) -> (Vec<usize>, usize, usize) {
             match event {
                 SegmenterEvent::SpeechStarted { .. } => starts += 1,
                 SegmenterEvent::Segment(_) => segments += 1,
-                SegmenterEvent::SpeechEnded { .. } => {}
+                SegmenterEvent::SpeechEnded { .. } | SegmenterEvent::Pause(_) => {}
             }
         }
     }

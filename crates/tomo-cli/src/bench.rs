@@ -108,6 +108,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         ops.send(Op::SpeechEnded {
             transcript: transcript.text,
             asr_ms: asr_time.as_millis() as u64,
+            end_of_turn_ms: 0,
         })
         .await?;
         let mut started = false;
