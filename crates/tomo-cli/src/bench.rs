@@ -1,5 +1,9 @@
-//! `tomo bench voice`: end-of-speech → first-audio latency over N real voice turns (real VAD, ASR and TTS;
-//! a scripted LLM with a chosen first-token delay, so the numbers measure Tomo, not a model server).
+//! `tomo bench voice`: voice-turn latency over N real turns (real VAD, ASR and TTS; a scripted LLM with
+//! a chosen first-token delay, so the numbers measure Tomo, not a model server).
+//!
+//! `--device` measures what the user hears, at the sound device (see `bench_device.rs`). Without it,
+//! the file mode runs ASR outside the live path, from the segmenter's decision, and writes the answer
+//! to a WAV file: a breakdown of Tomo's own work, not the user's wait.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -39,14 +43,21 @@ pub struct VoiceBenchArgs {
     /// Scripted LLM: delay between tokens, in milliseconds.
     #[arg(long, default_value_t = 15)]
     pub token_ms: u64,
+    /// Measure at the sound device: questions played into the output, the live session listening,
+    /// the gap heard in an independent recording (use a PulseAudio null sink: scripts/pulse-null.sh).
+    #[arg(long)]
+    pub device: bool,
+    /// With --device: the microphone ignored while the character speaks.
+    #[arg(long)]
+    pub half_duplex: bool,
 }
 
-const QUESTIONS: [&str; 3] = [
+pub(crate) const QUESTIONS: [&str; 3] = [
     "What time is it right now?",
     "Tell me something nice about cats.",
     "Can you remind me to drink some water?",
 ];
-const ANSWER: &str =
+pub(crate) const ANSWER: &str =
     "Of course! It is a lovely day, and I am happy to help you with that. Anything else?";
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -61,6 +72,10 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     let Some(mut profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };
+    if args.device {
+        crate::bench_device::run(args, profile).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     profile.plugins.enabled.clear();
     let scratch = tempfile::tempdir()?;
     let mut questions = Vec::new();
@@ -136,7 +151,8 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         bail!("no turn produced audio");
     }
     println!(
-        "voice turns: {} (scripted LLM: first token after {} ms, {} ms per token)",
+        "voice turns, file mode (ASR outside the live path, answer into a WAV file; `--device` measures \
+         what the user hears): {} (scripted LLM: first token after {} ms, {} ms per token)",
         samples.len(),
         args.first_token_ms,
         args.token_ms
@@ -156,12 +172,12 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn percentile(sorted: &[u64], p: usize) -> u64 {
+pub(crate) fn percentile(sorted: &[u64], p: usize) -> u64 {
     let rank = (sorted.len() * p).div_ceil(100).max(1) - 1;
     sorted[rank.min(sorted.len() - 1)]
 }
 
-fn speak_with_flite(text: &str, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn speak_with_flite(text: &str, path: &Path) -> anyhow::Result<()> {
     let status = std::process::Command::new("flite")
         .args(["-voice", "slt", "-t", text, "-o"])
         .arg(path)
