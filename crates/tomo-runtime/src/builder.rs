@@ -370,6 +370,7 @@ fn output_sink(
             // A character switch swaps the voice too.
             let sink =
                 VoiceSink::new(tts, output, workers).with_voices(voice::voice_builder(store));
+            sink.warm_up();
             anyhow::Ok(Arc::new(sink) as Arc<dyn OutputSink>)
         });
     match voiced {

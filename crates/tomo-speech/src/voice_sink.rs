@@ -118,6 +118,19 @@ impl VoiceSink {
         self
     }
 
+    /// Synthesizes a word in the background, so the first real sentence does not pay for the voice's
+    /// first run (ONNX Runtime sets up its kernels then). Must be called inside a tokio runtime.
+    pub fn warm_up(&self) {
+        let tts = self.current_tts();
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            match tts.synthesize("Hello.") {
+                Ok(_) => tracing::debug!(took = ?started.elapsed(), "voice warmed up"),
+                Err(error) => tracing::debug!(%error, "voice warm-up failed"),
+            }
+        });
+    }
+
     pub fn tts_name(&self) -> String {
         self.current_tts().name().to_owned()
     }
