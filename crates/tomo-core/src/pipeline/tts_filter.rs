@@ -234,6 +234,7 @@ impl Stage for TtsFilter {
             display_text,
             tts_text,
             actions: draft.actions,
+            display_spans: draft.display_spans,
         }));
         self.next_index += 1;
     }

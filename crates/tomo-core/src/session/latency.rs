@@ -122,6 +122,7 @@ mod tests {
             display_text: "Hi.".into(),
             tts_text: Some("Hi.".into()),
             actions: vec![],
+            display_spans: vec![],
         };
         assert!(
             tracker
