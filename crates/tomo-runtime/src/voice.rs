@@ -16,6 +16,8 @@ use tomo_speech::voice_sink::VoiceBuilder;
 
 pub const VAD_MODEL: &str = "silero-vad";
 pub const RUNTIME: &str = "onnxruntime";
+/// The Kokoro model with its vocabulary and voices (one store entry for every Kokoro voice).
+pub const KOKORO: &str = "kokoro-v1.0";
 
 /// The store name of the whisper model a profile asks for (`[asr] model = "base"` → `whisper-base`).
 pub fn whisper_model(profile: &Profile) -> String {
@@ -30,6 +32,9 @@ pub fn missing_models(store: &ModelStore, profile: &Profile) -> anyhow::Result<V
     }
     if profile.tts.engine == "piper" {
         needed.push(format!("piper-{}", piper_short_name(&profile.tts.voice)));
+    }
+    if profile.tts.engine == "kokoro" {
+        needed.push(KOKORO.to_owned());
     }
     let mut missing = Vec::new();
     for name in needed {

@@ -10,8 +10,8 @@
 //! - `[…]` and `【…】` whose content starts with a letter (`[1]`, `[2023]` are citations, spoken as written)
 //!   and that is not the label of a markdown link `[text](url)`.
 //! - `(…)` and `（…）` whose content starts with a letter, at the start or the end of the sentence (only
-//!   punctuation and spaces before or after it). A parenthesis inside speech (`at 3 (or 4) today`) is an
-//!   aside and is spoken.
+//!   punctuation and spaces before or after it), and not a link's target. A parenthesis inside speech
+//!   (`at 3 (or 4) today`) is an aside and is spoken.
 //!
 //! `display_text` keeps the sentence as written; [`DisplaySpan`]s give it part by part (markers removed)
 //! so a UI can style narration and emphasis. `tts_text` loses the narration.
@@ -115,8 +115,9 @@ impl NarrationState {
             if let Some(close) = closing_bracket(c)
                 && let Some((inner, after)) = bracketed(rest, c, close)
             {
+                let link_target = c == '(' && (speech.ends_with(']') || inner.contains("://"));
                 let direction = if matches!(c, '(' | '（') {
-                    !spoken_before || !has_words(after)
+                    !link_target && (!spoken_before || !has_words(after))
                 } else {
                     !after.starts_with('(')
                 };

@@ -84,18 +84,16 @@ pub fn run_pinyin(run: &[char]) -> Vec<String> {
     out
 }
 
-/// Kokoro phonemes of a Han run: syllables joined without spaces (a run between punctuation is spoken as
-/// one phrase; Kokoro's duration model handles the syllable boundaries, which the tone marks delimit).
+/// Kokoro phonemes of a Han run, one space between syllables. misaki puts spaces between the words of a
+/// segmenter; without one, syllables run together and whisper base misheard every third character of
+/// `zf_xiaoxiao`'s speech (CER 0.15 on ten sentences), with a space after each syllable 0.01.
 pub fn han_to_ipa(run: &[char]) -> String {
     run_pinyin(run)
         .iter()
         .filter_map(|syllable| syllable_to_ipa(syllable))
         .collect::<Vec<_>>()
-        .join(SYLLABLE_SEPARATOR)
+        .join(" ")
 }
-
-/// What goes between two syllables of a run.
-const SYLLABLE_SEPARATOR: &str = "";
 
 /// Mandarin text → Kokoro phonemes.
 #[derive(Debug, Clone)]
@@ -200,8 +198,11 @@ mod tests {
     #[test]
     fn sentences_become_kokoro_symbols_with_latin_marks() {
         let zh = MandarinFrontend::new();
-        assert_eq!(zh.phonemize("你好，世界。").unwrap(), "ni↓xau↓, ʂɨ↘ʨje↘.");
-        assert_eq!(zh.phonemize("今天十点！").unwrap(), "ʨin→tʰjɛ→nʂɨ↗tjɛ↓n!");
+        assert_eq!(zh.phonemize("你好，世界。").unwrap(), "ni↓ xau↓, ʂɨ↘ ʨje↘.");
+        assert_eq!(
+            zh.phonemize("今天十点！").unwrap(),
+            "ʨi→n tʰjɛ→n ʂɨ↗ tjɛ↓n!"
+        );
         // Numbers, full-width digits and percent signs are read out.
         assert_eq!(zh.phonemize("３个").unwrap(), zh.phonemize("三个").unwrap());
         assert_eq!(
@@ -214,7 +215,7 @@ mod tests {
     fn latin_words_are_read_as_english_and_emoji_dropped() {
         let zh = MandarinFrontend::new();
         let ps = zh.phonemize("我喜欢Python编程😀").unwrap();
-        assert!(ps.starts_with("wo↓ɕi↓xwan"), "{ps}");
+        assert!(ps.starts_with("wo↓ ɕi↓ xwan"), "{ps}");
         assert!(ps.contains("pˈIθɑn") || ps.contains("pˈIθən"), "{ps}");
         assert!(!ps.contains('😀'), "{ps}");
         assert_eq!(zh.phonemize("😀🎉").unwrap(), "");

@@ -359,7 +359,7 @@ mod tests {
     fn hanzi_in_english_text_is_read_as_mandarin() {
         let english = EnglishFrontend::new(false).unwrap();
         let ps = english_with_hanzi(&english, "I love 北京 food.").unwrap();
-        assert!(ps.contains("pei↓ʨi→ŋ"), "{ps}");
+        assert!(ps.contains("pei↓ ʨi→ŋ"), "{ps}");
         assert!(ps.starts_with("I lˈʌv"), "{ps}");
     }
 }

@@ -106,7 +106,7 @@ pub fn read_numbers(text: &str) -> String {
             // A minus sign right before a number that does not follow a digit or letter.
             let negative = c == '-'
                 && text[i + 1..].starts_with(|n: char| n.is_ascii_digit())
-                && !out.ends_with(|p: char| p.is_alphanumeric());
+                && !out.ends_with(|p: char| p.is_ascii_alphanumeric());
             if negative {
                 out.push('负');
             } else {
