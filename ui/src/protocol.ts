@@ -1,6 +1,8 @@
 // TypeScript mirror of crates/tomo-core/src/protocol.rs (serde: internally tagged by `type`, snake_case).
 // Events arrive wrapped as `{"seq": N, "type": "...", ...fields}`; ops go out as `{"type": "...", ...}`.
-// Keep this file in step with the Rust enum: it is the only place the UI names wire types.
+// Keep this file in step with the Rust enum: it is the only place the UI names wire types. Types that are
+// new on the wire come from the generated bindings (ui/src/bindings.ts) instead of being mirrored here.
+import type { DisplaySpan } from './bindings';
 
 export type TurnId = number;
 export type SessionState = 'idle' | 'listening' | 'thinking' | 'speaking';
@@ -61,6 +63,8 @@ export interface Sentence {
   display_text: string;
   tts_text: string | null;
   actions: Action[];
+  /** The display text part by part when it has narration or emphasis (absent: all speech). */
+  display_spans?: DisplaySpan[];
 }
 
 export type Event =

@@ -41,6 +41,16 @@ pub struct VoiceBenchArgs {
     /// Scripted LLM: delay between tokens, in milliseconds.
     #[arg(long, default_value_t = 15)]
     pub token_ms: u64,
+    /// Speak with this TTS engine instead of the profile's (`piper`, `kokoro`, ...), to compare voices on
+    /// the same turns.
+    #[arg(long)]
+    pub tts_engine: Option<String>,
+    /// With `--tts-engine`: its voice (`en_US-joe-medium`, `af_heart`, ...).
+    #[arg(long)]
+    pub tts_voice: Option<String>,
+    /// The scripted reply (default: a short first sentence, then a longer one with a comma).
+    #[arg(long)]
+    pub answer: Option<String>,
 }
 
 const QUESTIONS: [&str; 3] = [
@@ -63,6 +73,13 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     };
     profile.plugins.enabled.clear();
+    if let Some(engine) = &args.tts_engine {
+        profile.tts.engine = engine.clone();
+    }
+    if let Some(voice) = &args.tts_voice {
+        profile.tts.voice = voice.clone();
+    }
+    let answer = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
     let store = ModelStore::from_env()?;
     let missing = voice::missing_models(&store, &profile)?;
     if !missing.is_empty() {
@@ -82,7 +99,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     let per = Duration::from_millis(args.token_ms);
     let server = ScriptedServer::start(
         (0..args.n)
-            .map(|_| script::text_reply_with_delay(ANSWER, first, per))
+            .map(|_| script::text_reply_with_delay(&answer, first, per))
             .collect(),
     )
     .await?;
@@ -99,6 +116,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     let sink = Arc::new(VoiceSink::new(voice::tts(&profile, &store)?, output, 2));
     let asr = voice::asr(&profile, &store)?;
     let mut vad = voice::vad(&store)?;
+    let profile_tts = (profile.tts.engine.clone(), profile.tts.voice.clone());
     let (session, mut events) = start_session(profile, prepared.env.clone(), sink).await?;
 
     let mut samples: Vec<[u64; 4]> = Vec::new();
@@ -140,10 +158,12 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         bail!("no turn produced audio");
     }
     println!(
-        "voice turns: {} (scripted LLM: first token after {} ms, {} ms per token)",
+        "voice turns: {} (scripted LLM: first token after {} ms, {} ms per token; voice {} {})",
         samples.len(),
         args.first_token_ms,
-        args.token_ms
+        args.token_ms,
+        profile_tts.0,
+        profile_tts.1,
     );
     for (column, label) in ["asr done", "first token", "first sentence", "first audio"]
         .iter()

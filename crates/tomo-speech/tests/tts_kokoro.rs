@@ -108,6 +108,35 @@ fn mandarin_voice_is_understood_cer_at_most_a_fifth() {
     assert!(cer <= 0.2, "CER {cer:.3}");
 }
 
+const JAPANESE: [&str; 5] = [
+    "今日はいい天気ですね。",
+    "明日は友達と映画を見に行きます。",
+    "お茶を一杯いかがですか？",
+    "駅まで歩いて十分かかります。",
+    "ありがとう、とても嬉しいです。",
+];
+
+/// Japanese has no target in the issue; this keeps the front end honest (a broken kana table or MeCab
+/// reading gives noise, not a CER of a few tenths).
+#[test]
+fn japanese_voice_is_understood() {
+    let (Some(tts), Some(asr)) = (kokoro("jf_alpha", 1.0), whisper("ja")) else {
+        return;
+    };
+    let (mut errors, mut chars) = (0.0, 0.0);
+    for text in JAPANESE {
+        let heard = hear(&asr, &tts, text);
+        let n = text.chars().filter(|c| c.is_alphanumeric()).count() as f64;
+        let cer = character_error_rate(text, &heard);
+        println!("{cer:.2}  said {text:?}  heard {heard:?}");
+        errors += cer * n;
+        chars += n;
+    }
+    let cer = errors / chars;
+    println!("jf_alpha CER over {} sentences: {cer:.3}", JAPANESE.len());
+    assert!(cer <= 0.35, "CER {cer:.3}");
+}
+
 #[test]
 fn female_voices_are_higher_than_male_ones() {
     let voices = ["af_heart", "am_michael", "zf_xiaoxiao", "zm_yunjian"];

@@ -34,6 +34,8 @@ pub const SAMPLE_RATE: u32 = 24_000;
 /// leading silence is latency the listener hears.
 const KEEP_BEFORE_S: f32 = 0.03;
 const KEEP_AFTER_S: f32 = 0.15;
+/// Phonemes of the run made at load ("hello"), in every language's vocabulary.
+const WARM_UP: &str = "həlˈO.";
 /// Below this level a sample counts as silence when trimming.
 const SILENCE: f32 = 0.01;
 
@@ -203,8 +205,7 @@ impl KokoroTts {
                 )));
             }
         }
-        tracing::info!(model = %paths.model.display(), voice, threads, "Kokoro voice loaded");
-        Ok(Self {
+        let tts = Self {
             session: Mutex::new(session),
             vocab,
             style,
@@ -212,7 +213,21 @@ impl KokoroTts {
             voice: voice.to_owned(),
             speed,
             model: paths.model.clone(),
-        })
+        };
+        // ONNX Runtime's first run of a session is several times slower than the next (it sizes its buffers
+        // then); pay it here, at load, rather than in the first sentence the user waits for.
+        let warm = std::time::Instant::now();
+        if let Err(error) = tts.synthesize_phonemes(WARM_UP) {
+            tracing::warn!(%error, "Kokoro warm-up run failed");
+        }
+        tracing::info!(
+            model = %paths.model.display(),
+            voice,
+            threads,
+            warm_up_ms = warm.elapsed().as_millis() as u64,
+            "Kokoro voice loaded"
+        );
+        Ok(tts)
     }
 
     pub fn voice(&self) -> &str {
