@@ -159,7 +159,7 @@ fn star_span(text: &str) -> Option<(&str, &str, bool)> {
 /// this line within [`MAX_BRACKET_CHARS`] without another opener inside.
 fn bracketed(text: &str, open: char, close: char) -> Option<(&str, &str)> {
     let body = &text[open.len_utf8()..];
-    let end = body.find(|c: char| c == close || c == open || c == '\n')?;
+    let end = body.find([close, open, '\n'])?;
     if !body[end..].starts_with(close) || body[..end].chars().count() > MAX_BRACKET_CHARS {
         return None;
     }
