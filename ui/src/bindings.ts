@@ -42,6 +42,12 @@ export type Action =
  */
 { kind: "tag"; key: string; value: string };
 
+/**  A part of a sentence as shown. */
+export type DisplaySpan = {
+	text: string,
+	style: SpanStyle,
+};
+
 /**  Machine-readable error categories for clients. */
 export type ErrorCode = "llm_unreachable" | "llm_http" | "llm_stream" | "llm_malformed" | "tool" | "hook" | "profile" | "plugin" | "history" | "output" | "illegal_state" | "internal" | 
 /**
@@ -502,22 +508,38 @@ export type Sentence = Sentence_Serialize | Sentence_Deserialize;
 export type Sentence_Deserialize = {
 	/**  0-based position within its turn. */
 	index: number,
-	/**  What the UI shows (tags removed; `<think>` only when the profile asks). */
+	/**
+	 *  What the UI shows (tags removed; `<think>` only when the profile asks; roleplay narration such as
+	 *  `*smiles*` kept as written).
+	 */
 	display_text: string,
 	/**  What TTS speaks; `None` when nothing in the sentence is speakable. */
 	tts_text?: string | null,
 	actions: Action[],
+	/**
+	 *  `display_text` part by part with narration and emphasis marked (their `*`/brackets removed), when
+	 *  it has any; empty means all of it is speech.
+	 */
+	display_spans?: DisplaySpan[],
 };
 
 /**  One sentence out of the token pipeline, ready for display and speech. */
 export type Sentence_Serialize = {
 	/**  0-based position within its turn. */
 	index: number,
-	/**  What the UI shows (tags removed; `<think>` only when the profile asks). */
+	/**
+	 *  What the UI shows (tags removed; `<think>` only when the profile asks; roleplay narration such as
+	 *  `*smiles*` kept as written).
+	 */
 	display_text: string,
 	/**  What TTS speaks; `None` when nothing in the sentence is speakable. */
 	tts_text: string | null,
 	actions: Action[],
+	/**
+	 *  `display_text` part by part with narration and emphasis marked (their `*`/brackets removed), when
+	 *  it has any; empty means all of it is speech.
+	 */
+	display_spans?: DisplaySpan[],
 };
 
 /**
@@ -549,6 +571,15 @@ export type SessionEvent_Serialize = EventEnvelope_Serialize;
 
 /**  Conversation states, owned by the session coordinator. */
 export type SessionState = "idle" | "listening" | "thinking" | "speaking";
+
+/**  How a part of a sentence is meant. */
+export type SpanStyle = 
+/**  Said aloud. */
+"speech" | 
+/**  Roleplay narration or a stage direction (`*smiles*`, `(laughs)`, `[sighs]`): shown, never spoken. */
+"narration" | 
+/**  A stressed word inside speech (`I *really* mean it`): spoken. */
+"emphasis";
 
 /**  Where startup stands. */
 export type Startup = Startup_Serialize | Startup_Deserialize;

@@ -3,7 +3,8 @@
 import type { ConnectionStatus } from './connection';
 import type { ProfileInfo } from './profiles';
 import { PRESETS, validateBaseUrl, validateKeyEnv, type LlmSettings } from './settings';
-import { isWatching, subtitleText, type UiState } from './state';
+import type { TextPart } from './spans';
+import { isWatching, subtitleParts, subtitleText, type UiState } from './state';
 
 export interface UiHandlers {
   onSend(text: string): void;
@@ -32,6 +33,20 @@ function el<K extends keyof HTMLElementTagNameMap>(
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   for (const c of children) e.append(c);
   return e;
+}
+
+/** Speech as text, narration as a styled span (no asterisks or brackets), emphasis as `<em>`. */
+function drawParts(parts: TextPart[]): (Node | string)[] {
+  return parts.map((p) => {
+    switch (p.style) {
+      case 'speech':
+        return p.text;
+      case 'narration':
+        return el('span', { class: 'narration', 'data-testid': 'narration' }, p.text.trim());
+      case 'emphasis':
+        return el('em', {}, p.text);
+    }
+  });
 }
 
 const STATUS_TEXT: Record<ConnectionStatus, string> = {
@@ -171,7 +186,7 @@ export class Ui {
 
   render(s: UiState): void {
     const sub = subtitleText(s);
-    this.subCommitted.textContent = sub.committed;
+    this.subCommitted.replaceChildren(...drawParts(subtitleParts(s)));
     this.subLive.textContent = sub.live;
     this.stateBadge.textContent = s.character ? `${s.character} · ${s.sessionState}` : s.sessionState;
     this.stateBadge.dataset.state = s.sessionState;
@@ -206,7 +221,7 @@ export class Ui {
       this.renderedTranscript = key;
       this.transcript.replaceChildren(
         ...s.transcript.map((m) => {
-          const li = el('li', { class: `msg ${m.role}${m.streaming ? ' streaming' : ''}${m.interrupted ? ' interrupted' : ''}` }, m.text);
+          const li = el('li', { class: `msg ${m.role}${m.streaming ? ' streaming' : ''}${m.interrupted ? ' interrupted' : ''}` }, ...(m.parts ? drawParts(m.parts) : [m.text]));
           return li;
         }),
       );

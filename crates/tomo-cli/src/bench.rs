@@ -13,6 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use tomo_audio::segments_from_wav;
+use tomo_config::profile::TtsEngine;
 use tomo_protocol::{Event, Op, SessionState};
 use tomo_runtime::{SessionBuilder, SessionFlags, VoiceOut, voice};
 use tomo_testkit::{ScriptedServer, script};
@@ -50,6 +51,21 @@ pub struct VoiceBenchArgs {
     /// With --device: the microphone ignored while the character speaks.
     #[arg(long)]
     pub half_duplex: bool,
+    /// Speak with this TTS engine instead of the profile's (`piper`, `kokoro`, ...), to compare voices on
+    /// the same turns.
+    #[arg(long, value_parser = parse_engine)]
+    pub tts_engine: Option<TtsEngine>,
+    /// With `--tts-engine`: its voice (`en_US-joe-medium`, `af_heart`, ...).
+    #[arg(long)]
+    pub tts_voice: Option<String>,
+    /// The scripted reply (default: a short first sentence, then a longer one with a comma).
+    #[arg(long)]
+    pub answer: Option<String>,
+}
+
+fn parse_engine(name: &str) -> Result<TtsEngine, String> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned()))
+        .map_err(|_| format!("`{name}` is not one of piper, kokoro, flite, espeak, openai"))
 }
 
 pub(crate) const QUESTIONS: [&str; 3] = [
@@ -72,11 +88,19 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     let Some(mut profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };
+    if let Some(engine) = args.tts_engine {
+        profile.tts.engine = engine;
+    }
+    if let Some(voice) = &args.tts_voice {
+        profile.tts.voice = voice.clone();
+    }
     if args.device {
         crate::bench_device::run(args, profile).await?;
         return Ok(ExitCode::SUCCESS);
     }
     profile.plugins.enabled.clear();
+    let answer = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
+    let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
     let scratch = tempfile::tempdir()?;
     let mut questions = Vec::new();
     for (i, text) in QUESTIONS.iter().enumerate() {
@@ -88,7 +112,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     let per = Duration::from_millis(args.token_ms);
     let server = ScriptedServer::start(
         (0..args.n)
-            .map(|_| script::text_reply_with_delay(ANSWER, first, per))
+            .map(|_| script::text_reply_with_delay(&answer, first, per))
             .collect(),
     )
     .await?;
@@ -152,10 +176,11 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     }
     println!(
         "voice turns, file mode (ASR outside the live path, answer into a WAV file; `--device` measures \
-         what the user hears): {} (scripted LLM: first token after {} ms, {} ms per token)",
+         what the user hears): {} (scripted LLM: first token after {} ms, {} ms per token; voice {})",
         samples.len(),
         args.first_token_ms,
-        args.token_ms
+        args.token_ms,
+        voice_used
     );
     for (column, label) in ["asr done", "first token", "first sentence", "first audio"]
         .iter()

@@ -41,6 +41,8 @@ pub async fn run(
     mut profile: tomo_config::profile::Profile,
 ) -> anyhow::Result<()> {
     profile.plugins.enabled.clear();
+    let reply = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
+    let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
     let scratch = tempfile::tempdir()?;
     let mut questions = Vec::new();
     for (i, text) in QUESTIONS.iter().enumerate() {
@@ -52,7 +54,7 @@ pub async fn run(
     let per = Duration::from_millis(args.token_ms);
     let server = ScriptedServer::start(
         (0..args.n + 1)
-            .map(|_| script::text_reply_with_delay(ANSWER, first, per))
+            .map(|_| script::text_reply_with_delay(&reply, first, per))
             .collect(),
     )
     .await?;
@@ -114,11 +116,12 @@ pub async fn run(
         bail!("no turn could be measured at the device");
     }
     println!(
-        "voice turns at the device: {} of {} (scripted LLM: first token after {} ms, {} ms per token; {})",
+        "voice turns at the device: {} of {} (scripted LLM: first token after {} ms, {} ms per token; voice {}; {})",
         turns.len(),
         args.n,
         args.first_token_ms,
         args.token_ms,
+        voice_used,
         if args.half_duplex {
             "half duplex"
         } else {

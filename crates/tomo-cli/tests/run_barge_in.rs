@@ -105,7 +105,14 @@ async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next
     tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
 
     tokio::time::sleep(Duration::from_millis(800)).await;
-    assert!(Command::new("paplay").arg(&ask).status().await.unwrap().success());
+    assert!(
+        Command::new("paplay")
+            .arg(&ask)
+            .status()
+            .await
+            .unwrap()
+            .success()
+    );
 
     let mut events: Vec<Value> = Vec::new();
     let mut next_event = async || -> Value {
@@ -120,14 +127,24 @@ async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next
     loop {
         let event = next_event().await;
         let third = event["type"] == "audio_started" && event["sentence_index"] == 2;
-        assert_ne!(event["type"], "turn_aborted", "the character interrupted itself: {events:#?}");
+        assert_ne!(
+            event["type"], "turn_aborted",
+            "the character interrupted itself: {events:#?}"
+        );
         events.push(event);
         if third {
             break;
         }
     }
     // The user talks over it.
-    assert!(Command::new("paplay").arg(&cut_in).status().await.unwrap().success());
+    assert!(
+        Command::new("paplay")
+            .arg(&cut_in)
+            .status()
+            .await
+            .unwrap()
+            .success()
+    );
     let partial = loop {
         let event = next_event().await;
         let aborted = (event["type"] == "turn_aborted").then(|| event["partial_text"].clone());
@@ -151,7 +168,10 @@ async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next
             break text.as_str().unwrap().to_lowercase();
         }
     };
-    assert!(heard.contains("dogs"), "the cut-in became the next turn: {heard:?}");
+    assert!(
+        heard.contains("dogs"),
+        "the cut-in became the next turn: {heard:?}"
+    );
     loop {
         let event = next_event().await;
         let done = event["type"] == "turn_finished";
@@ -163,7 +183,10 @@ async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "one answer, cut; one for the cut-in");
     let messages = requests[1].messages().to_vec();
-    let cut_answer = messages[messages.len() - 2]["content"].as_str().unwrap().to_owned();
+    let cut_answer = messages[messages.len() - 2]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(
         cut_answer.starts_with(&partial) && cut_answer.contains("interrupted"),
         "the model is told where it was cut off: {cut_answer:?}"

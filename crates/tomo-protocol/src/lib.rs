@@ -206,11 +206,37 @@ pub enum Action {
 pub struct Sentence {
     /// 0-based position within its turn.
     pub index: u32,
-    /// What the UI shows (tags removed; `<think>` only when the profile asks).
+    /// What the UI shows (tags removed; `<think>` only when the profile asks; roleplay narration such as
+    /// `*smiles*` kept as written).
     pub display_text: String,
     /// What TTS speaks; `None` when nothing in the sentence is speakable.
     pub tts_text: Option<String>,
     pub actions: Vec<Action>,
+    /// `display_text` part by part with narration and emphasis marked (their `*`/brackets removed), when
+    /// it has any; empty means all of it is speech.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub display_spans: Vec<DisplaySpan>,
+}
+
+/// A part of a sentence as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct DisplaySpan {
+    pub text: String,
+    pub style: SpanStyle,
+}
+
+/// How a part of a sentence is meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum SpanStyle {
+    /// Said aloud.
+    Speech,
+    /// Roleplay narration or a stage direction (`*smiles*`, `(laughs)`, `[sighs]`): shown, never spoken.
+    Narration,
+    /// A stressed word inside speech (`I *really* mean it`): spoken.
+    Emphasis,
 }
 
 /// Why a turn ended normally.

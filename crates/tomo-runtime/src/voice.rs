@@ -18,6 +18,8 @@ pub const VAD_MODEL: &str = "silero-vad";
 pub const RUNTIME: &str = "onnxruntime";
 /// Decides when the user has finished speaking (without it a fixed silence does).
 pub const END_OF_TURN_MODEL: &str = "smart-turn-v3";
+/// The Kokoro model with its vocabulary and voices (one store entry for every Kokoro voice).
+pub const KOKORO: &str = "kokoro-v1.0";
 
 /// The store name of the whisper model a profile asks for (`[asr] model = "base"` → `whisper-base`).
 pub fn whisper_model(profile: &Profile) -> String {
@@ -36,6 +38,9 @@ pub fn missing_models(store: &ModelStore, profile: &Profile) -> anyhow::Result<V
     }
     if profile.tts.engine == TtsEngine::Piper {
         needed.push(format!("piper-{}", piper_short_name(&profile.tts.voice)));
+    }
+    if profile.tts.engine == TtsEngine::Kokoro {
+        needed.push(KOKORO.to_owned());
     }
     let mut missing = Vec::new();
     for name in needed {

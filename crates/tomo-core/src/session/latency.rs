@@ -136,6 +136,7 @@ mod tests {
             display_text: "Hi.".into(),
             tts_text: Some("Hi.".into()),
             actions: vec![],
+            display_spans: vec![],
         };
         assert!(
             tracker
