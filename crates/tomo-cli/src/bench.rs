@@ -48,9 +48,13 @@ pub struct VoiceBenchArgs {
     /// the gap heard in an independent recording (use a PulseAudio null sink: scripts/pulse-null.sh).
     #[arg(long)]
     pub device: bool,
-    /// With --device: the microphone ignored while the character speaks.
-    #[arg(long)]
+    /// With --device: the microphone ignored while the character speaks (the default on speakers).
+    #[arg(long, conflicts_with = "barge_in")]
     pub half_duplex: bool,
+    /// With --device: full duplex, the microphone echo-cancelled and listening while the character
+    /// speaks (a turn it cuts short by hearing itself is counted as not measured).
+    #[arg(long)]
+    pub barge_in: bool,
     /// Speak with this TTS engine instead of the profile's (`piper`, `kokoro`, ...), to compare voices on
     /// the same turns.
     #[arg(long, value_parser = parse_engine)]

@@ -63,10 +63,10 @@ pub async fn run(
         data_dir: Some(scratch.path().join("data")),
         ..SessionFlags::default()
     };
-    let duplex = if args.half_duplex {
-        Duplex::Half
+    let duplex = if args.barge_in {
+        Duplex::Full
     } else {
-        Duplex::Auto
+        Duplex::Half
     };
     let (session, mut events) = SessionBuilder::new(&args.profile, profile)
         .env(flags.env_options())
@@ -122,10 +122,10 @@ pub async fn run(
         args.first_token_ms,
         args.token_ms,
         voice_used,
-        if args.half_duplex {
-            "half duplex"
-        } else {
+        if args.barge_in {
             "full duplex, echo cancelled"
+        } else {
+            "half duplex"
         }
     );
     let column = |label: &str, values: Vec<u64>| {

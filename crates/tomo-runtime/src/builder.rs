@@ -45,7 +45,11 @@ pub enum VoiceIn {
 /// Whether the microphone listens while the character speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Duplex {
-    /// Full duplex when the character cannot hear itself (echo cancellation on speakers), else half.
+    /// Half duplex on speakers, full duplex without them. Echo cancellation runs either way, but on a
+    /// loaded machine the echo path shifts (PulseAudio grows its buffer after underruns) and the
+    /// canceller needs a moment to follow, in which the character can hear itself and stop: on the
+    /// 2-core null-sink loop, 3-7 of 10 full-duplex turns ran to the end. Interrupting is opted in
+    /// (`--barge-in`, the UI's Interrupt toggle) until it is dependable.
     #[default]
     Auto,
     /// Never listen while the character speaks.
@@ -206,12 +210,12 @@ impl SessionBuilder {
         self.notices.connect(ops.clone());
 
         let flags = self.flags;
-        // Full duplex where the character cannot hear itself: echo cancellation, headphones, or no
-        // speakers at all. The session owns the mode (the UI can change it).
+        // Full duplex where the character cannot hear itself (no speakers) or where the user asked
+        // for it. The session owns the mode (the UI can change it).
         let half_duplex = mic_profile
             .as_ref()
             .is_some_and(|(.., duplex)| match duplex {
-                Duplex::Auto => speakers && reference.is_none(),
+                Duplex::Auto => speakers,
                 Duplex::Half => true,
                 Duplex::Full => false,
             });

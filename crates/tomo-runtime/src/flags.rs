@@ -42,11 +42,12 @@ pub struct VoiceFlags {
     #[arg(long, env = "TOMO_TEXT_ONLY", action = clap::ArgAction::SetTrue,
           value_parser = clap::builder::BoolishValueParser::new())]
     pub text: bool,
-    /// Always listen while the character speaks, even without echo cancellation (headphones).
+    /// Listen while the character speaks: the user's words interrupt it (echo cancellation keeps its own
+    /// voice out of the microphone; on a loaded machine it may still hear itself now and then).
     #[arg(long, conflicts_with = "half_duplex")]
     pub barge_in: bool,
-    /// Never listen while the character speaks (no talking over it). By default the user can interrupt
-    /// on speakers: echo cancellation keeps the character from hearing itself.
+    /// Never listen while the character speaks (the default on speakers; without them the user can
+    /// always interrupt).
     #[arg(long)]
     pub half_duplex: bool,
     /// Sentences synthesized at the same time, ahead of playback.
