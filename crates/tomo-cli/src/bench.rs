@@ -106,12 +106,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     let answer = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
     let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
     let scratch = tempfile::tempdir()?;
-    let mut questions = Vec::new();
-    for (i, text) in QUESTIONS.iter().enumerate() {
-        let path = scratch.path().join(format!("q{i}.wav"));
-        speak_with_flite(text, &path)?;
-        questions.push(path);
-    }
+    let questions = spoken_questions(scratch.path())?;
     let first = Duration::from_millis(args.first_token_ms);
     let per = Duration::from_millis(args.token_ms);
     let server = ScriptedServer::start(
@@ -204,6 +199,18 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
 pub(crate) fn percentile(sorted: &[u64], p: usize) -> u64 {
     let rank = (sorted.len() * p).div_ceil(100).max(1) - 1;
     sorted[rank.min(sorted.len() - 1)]
+}
+
+/// The benchmark's questions, spoken by flite into `dir` (q0.wav, q1.wav, …).
+pub(crate) fn spoken_questions(dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    QUESTIONS
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let path = dir.join(format!("q{i}.wav"));
+            speak_with_flite(text, &path).map(|()| path)
+        })
+        .collect()
 }
 
 pub(crate) fn speak_with_flite(text: &str, path: &Path) -> anyhow::Result<()> {

@@ -17,7 +17,7 @@ use tomo_protocol::{Event, EventEnvelope};
 use tomo_runtime::{Duplex, ModelInstall, SessionBuilder, SessionFlags, VoiceIn, VoiceOut};
 use tomo_testkit::{ScriptedServer, script};
 
-use crate::bench::{ANSWER, QUESTIONS, VoiceBenchArgs, percentile, speak_with_flite};
+use crate::bench::{ANSWER, VoiceBenchArgs, percentile, spoken_questions};
 
 /// 10 ms blocks for finding sound in the recording.
 const BLOCK: usize = (SAMPLE_RATE / 100) as usize;
@@ -44,12 +44,10 @@ pub async fn run(
     let reply = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
     let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
     let scratch = tempfile::tempdir()?;
-    let mut questions = Vec::new();
-    for (i, text) in QUESTIONS.iter().enumerate() {
-        let path = scratch.path().join(format!("q{i}.wav"));
-        speak_with_flite(text, &path)?;
-        questions.push(read_wav_mono(&path)?);
-    }
+    let questions = spoken_questions(scratch.path())?
+        .iter()
+        .map(|path| read_wav_mono(path))
+        .collect::<Result<Vec<_>, _>>()?;
     let first = Duration::from_millis(args.first_token_ms);
     let per = Duration::from_millis(args.token_ms);
     let server = ScriptedServer::start(

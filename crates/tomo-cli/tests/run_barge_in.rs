@@ -5,15 +5,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command as StdCommand, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
-use tomo_speech::models::{ModelStatus, ModelStore};
 use tomo_testkit::{ScriptedServer, script};
+
+mod common;
+use common::{device_ready, flite, repo};
 
 const STORY: &str = "Once upon a time a small grey cat lived on a windowsill in a quiet town. \
     Every morning she watched the birds in the garden and counted the clouds. \
@@ -21,50 +22,17 @@ const STORY: &str = "Once upon a time a small grey cat lived on a windowsill in 
     In the evening she waited for her friend to come home from work. \
     And every night she purred until the whole house fell asleep.";
 
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
-
-fn ready() -> bool {
-    let store = ModelStore::from_env().unwrap();
-    let models = [
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "full duplex is opt-in: on the loaded 2-core null-sink loop the echo path shifts after underruns and \
+            the character still hears itself in some turns (README, Live conversation); run with --ignored"]
+async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next_turn() {
+    if !device_ready(&[
         "silero-vad",
         "onnxruntime",
         "whisper-base",
         "piper-en-joe",
         "smart-turn-v3",
-    ]
-    .iter()
-    .all(|m| matches!(store.status(m), Ok(ModelStatus::Installed)));
-    let pulse = StdCommand::new("bash")
-        .arg(repo("scripts/pulse-null.sh"))
-        .output();
-    let pulse_ok = pulse.as_ref().is_ok_and(|o| o.status.success());
-    if !(models && pulse_ok) {
-        let message = format!("voice models installed: {models}, PulseAudio null sink: {pulse_ok}");
-        assert!(std::env::var_os("CI").is_none(), "{message}");
-        println!("skipped: {message}");
-        return false;
-    }
-    true
-}
-
-fn flite(text: &str, path: &Path) {
-    let made = StdCommand::new("flite")
-        .args(["-voice", "slt", "-t", text, "-o"])
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(made.success());
-}
-
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "full duplex is opt-in: on the loaded 2-core null-sink loop the echo path shifts after underruns and \
-            the character still hears itself in some turns (README, Live conversation); run with --ignored"]
-async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next_turn() {
-    if !ready() {
+    ]) {
         return;
     }
     let server = ScriptedServer::start(vec![

@@ -4,43 +4,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command as StdCommand, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
-use tomo_speech::models::{ModelStatus, ModelStore};
 use tomo_testkit::{ScriptedServer, script};
 
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
-
-fn ready() -> bool {
-    let store = ModelStore::from_env().unwrap();
-    let models = ["silero-vad", "onnxruntime", "whisper-base", "piper-en-joe"]
-        .iter()
-        .all(|m| matches!(store.status(m), Ok(ModelStatus::Installed)));
-    let pulse = StdCommand::new("bash")
-        .arg(repo("scripts/pulse-null.sh"))
-        .output();
-    let pulse_ok = pulse.as_ref().is_ok_and(|o| o.status.success());
-    if !(models && pulse_ok) {
-        let message = format!("voice models installed: {models}, PulseAudio null sink: {pulse_ok}");
-        assert!(std::env::var_os("CI").is_none(), "{message}");
-        println!("skipped: {message}");
-        return false;
-    }
-    true
-}
+mod common;
+use common::{device_ready, flite, repo};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tomo_run_hears_the_microphone_and_answers_through_the_speakers() {
-    if !ready() {
+    if !device_ready(&["silero-vad", "onnxruntime", "whisper-base", "piper-en-joe"]) {
         return;
     }
     let server = ScriptedServer::start(vec![script::text_reply(
@@ -50,18 +27,7 @@ async fn tomo_run_hears_the_microphone_and_answers_through_the_speakers() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let question = dir.path().join("question.wav");
-    let made = StdCommand::new("flite")
-        .args([
-            "-voice",
-            "slt",
-            "-t",
-            "What is the capital of France?",
-            "-o",
-        ])
-        .arg(&question)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    flite("What is the capital of France?", &question);
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_tomo"))
         .env("TOMO_LLM_BASE_URL", server.base_url())

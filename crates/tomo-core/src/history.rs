@@ -265,17 +265,23 @@ mod tests {
         );
     }
 
-    #[test]
-    fn torn_last_line_is_skipped() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut history = History::open(dir.path()).unwrap();
+    /// A history holding one user record, and its file open for appending what a crash left.
+    fn history_with_one_record(dir: &Path, text: &str) -> (History, std::fs::File) {
+        let mut history = History::open(dir).unwrap();
         history
-            .append(vec![record(1, ChatMessage::user("kept"))])
+            .append(vec![record(1, ChatMessage::user(text))])
             .unwrap();
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .append(true)
             .open(history.path())
             .unwrap();
+        (history, file)
+    }
+
+    #[test]
+    fn torn_last_line_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_history, mut file) = history_with_one_record(dir.path(), "kept");
         file.write_all(b"{\"turn_id\":2,\"at\":\"2026-").unwrap();
         let reopened = History::open(dir.path()).unwrap();
         assert_eq!(reopened.records().len(), 1);
@@ -285,14 +291,7 @@ mod tests {
     #[test]
     fn a_torn_multibyte_character_at_the_end_does_not_stop_the_load() {
         let dir = tempfile::tempdir().unwrap();
-        let mut history = History::open(dir.path()).unwrap();
-        history
-            .append(vec![record(1, ChatMessage::user("café"))])
-            .unwrap();
-        let mut file = OpenOptions::new()
-            .append(true)
-            .open(history.path())
-            .unwrap();
+        let (history, mut file) = history_with_one_record(dir.path(), "café");
         // "é" is 0xC3 0xA9: the write stopped after its first byte.
         file.write_all(b"{\"turn_id\":2,\"at\":\"2026-01-01T00:00:00Z\",\"role\":\"user\",\"content\":\"caf\xc3")
             .unwrap();
@@ -307,14 +306,7 @@ mod tests {
     #[test]
     fn a_record_appended_after_a_torn_line_is_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let mut history = History::open(dir.path()).unwrap();
-        history
-            .append(vec![record(1, ChatMessage::user("first"))])
-            .unwrap();
-        let mut file = OpenOptions::new()
-            .append(true)
-            .open(history.path())
-            .unwrap();
+        let (history, mut file) = history_with_one_record(dir.path(), "first");
         file.write_all(b"{\"turn_id\":2,\"at\":\"2026-").unwrap();
         drop(history);
         let mut reopened = History::open(dir.path()).unwrap();
