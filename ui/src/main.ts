@@ -71,6 +71,9 @@ const ui = new Ui(
     onDoNotDisturb(enabled) {
       conn.send({ type: 'set_do_not_disturb', enabled });
     },
+    onHalfDuplex(enabled) {
+      conn.send({ type: 'set_half_duplex', enabled });
+    },
     onPushToTalkMode(enabled) {
       conn.send({ type: 'set_push_to_talk', enabled });
     },

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use rodio::cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use rodio::cpal::{self, FromSample, SampleFormat, SizedSample};
 
+use crate::device_clock::StreamClock;
 use crate::echo::{EchoCanceller, EchoConfig, RenderReference};
 use crate::resample::StreamResampler;
 use crate::{FRAME_SAMPLES, SAMPLE_RATE};
@@ -193,6 +194,7 @@ impl Capture {
             stream_id: 0,
             resampler: None,
             pending: Vec::with_capacity(FRAME_SAMPLES * 2),
+            cleaned: Vec::with_capacity(FRAME_SAMPLES * 4),
             running: false,
             retry_at: None,
             last_audio: Instant::now(),
@@ -252,30 +254,6 @@ impl Drop for Capture {
     }
 }
 
-/// Where the open stream's audio sits in time: the device-rate sample count and recording instant of the
-/// latest callback, and the 16 kHz samples delivered so far.
-struct StreamClock {
-    rate: u32,
-    input_samples: u64,
-    anchor: (Instant, u64),
-    output_samples: u64,
-}
-
-impl StreamClock {
-    /// When the 16 kHz sample `output_index` (counted from the stream's start) was recorded.
-    fn recorded_at(&self, output_index: u64) -> Instant {
-        let (at, position) = self.anchor;
-        let input = output_index as f64 * f64::from(self.rate) / f64::from(SAMPLE_RATE);
-        let offset = (input - position as f64) / f64::from(self.rate);
-        if offset >= 0.0 {
-            at + Duration::from_secs_f64(offset)
-        } else {
-            at.checked_sub(Duration::from_secs_f64(-offset))
-                .unwrap_or(at)
-        }
-    }
-}
-
 struct Worker {
     /// Cleans frames of the speakers' echo, when there is a reference.
     echo: Option<EchoCanceller>,
@@ -292,6 +270,8 @@ struct Worker {
     stream_id: u64,
     resampler: Option<StreamResampler>,
     pending: Vec<f32>,
+    /// Echo-cancelled 16 kHz samples not yet handed on as a whole frame.
+    cleaned: Vec<f32>,
     running: bool,
     retry_at: Option<Instant>,
     /// When the open stream last delivered samples (or was opened).
@@ -377,6 +357,7 @@ impl Worker {
         self.resampler = None;
         self.clock = None;
         self.pending.clear();
+        self.cleaned.clear();
     }
 
     fn open(&mut self) -> Result<String, CaptureError> {
@@ -441,14 +422,10 @@ impl Worker {
         let Some(resampler) = self.resampler.as_mut() else {
             return;
         };
-        let clock = self.clock.get_or_insert(StreamClock {
-            rate: resampler.input_rate(),
-            input_samples: 0,
-            anchor: (recorded_at, 0),
-            output_samples: 0,
-        });
-        clock.anchor = (recorded_at, clock.input_samples);
-        clock.input_samples += samples.len() as u64;
+        let rate = resampler.input_rate();
+        self.clock
+            .get_or_insert_with(|| StreamClock::new(rate))
+            .observe(samples.len(), recorded_at);
         match resampler.push(samples) {
             Ok(out) => self.pending.extend(out),
             Err(error) => {
@@ -458,15 +435,19 @@ impl Worker {
         }
         let whole = self.pending.len() / FRAME_SAMPLES * FRAME_SAMPLES;
         for frame in self.pending[..whole].chunks_exact(FRAME_SAMPLES) {
-            let frame = match (self.echo.as_mut(), self.clock.as_mut()) {
-                (Some(echo), Some(clock)) => {
-                    let at = clock.recorded_at(clock.output_samples);
-                    clock.output_samples += FRAME_SAMPLES as u64;
-                    echo.process(frame, at)
-                }
-                _ => frame.to_vec(),
-            };
-            match self.frames.try_send(frame) {
+            match (self.echo.as_mut(), self.clock.as_mut()) {
+                (Some(echo), Some(clock)) => match clock.next_frame(FRAME_SAMPLES) {
+                    Some(at) => self.cleaned.extend(echo.process(frame, at)),
+                    None => self.cleaned.extend_from_slice(frame),
+                },
+                _ => self.cleaned.extend_from_slice(frame),
+            }
+        }
+        self.pending.drain(..whole);
+        // The canceller may hold blocks back while their reference is being played: frames go on whole.
+        let ready = self.cleaned.len() / FRAME_SAMPLES * FRAME_SAMPLES;
+        for frame in self.cleaned[..ready].chunks_exact(FRAME_SAMPLES) {
+            match self.frames.try_send(frame.to_vec()) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
                     let total = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
@@ -477,7 +458,7 @@ impl Worker {
                 Err(TrySendError::Disconnected(_)) => {}
             }
         }
-        self.pending.drain(..whole);
+        self.cleaned.drain(..ready);
     }
 
     fn stream_error(&mut self, error: &cpal::Error) {

@@ -4,6 +4,7 @@
 
 pub mod barge_in;
 pub mod capture;
+mod device_clock;
 pub mod echo;
 mod glitch_log;
 pub mod output;

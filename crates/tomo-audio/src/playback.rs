@@ -19,6 +19,8 @@ use futures::future::BoxFuture;
 use rodio::cpal::traits::{DeviceTrait, HostTrait};
 use rodio::{DeviceSinkBuilder, MixerDeviceSink, Player, Source};
 
+use crate::device_clock::OutputClock;
+
 use crate::echo::RenderReference;
 use crate::glitch_log::GlitchLog;
 use crate::output::{AudioOutput, Clip, ClipCallback, OutputError};
@@ -344,6 +346,16 @@ struct Worker {
     last_progress: Instant,
     glitches: GlitchLog,
     reference: Option<RenderReference>,
+    /// The device's pull clock, which stamps what goes to the echo reference.
+    clock: OutputClock,
+}
+
+/// Starts counting the frames `sink` pulls (a silent source in its mixer).
+fn start_clock(sink: &MixerDeviceSink) -> OutputClock {
+    let config = sink.config();
+    let clock = OutputClock::new(config.sample_rate().get());
+    sink.mixer().add(clock.source(config.channel_count()));
+    clock
 }
 
 impl Worker {
@@ -362,7 +374,9 @@ impl Worker {
             rodio::cpal::BufferSize::Default => Duration::from_millis(50),
         };
         let player = Player::connect_new(sink.mixer());
+        let clock = start_clock(&sink);
         Self {
+            clock,
             sink,
             wanted,
             player,
@@ -445,6 +459,7 @@ impl Worker {
     fn reopen(&mut self) -> Result<String, OutputError> {
         let (sink, name) = open_sink(self.wanted.as_deref(), self.reports.clone())?;
         self.player.stop();
+        self.clock = start_clock(&sink);
         self.sink = sink;
         self.player = Player::connect_new(self.sink.mixer());
         self.queue.clear();
@@ -463,7 +478,7 @@ impl Worker {
         let duration = Duration::from_secs_f64(clip.audio.duration_secs());
         let tap = self.reference.clone().map(|reference| ReferenceTap {
             reference,
-            latency: self.latency,
+            clock: self.clock.clone(),
             block: Vec::with_capacity(TAP_BLOCK),
             first_pulled: None,
         });
@@ -544,10 +559,13 @@ impl Worker {
 /// Samples per block handed to the echo reference (~10 ms at common rates).
 const TAP_BLOCK: usize = 256;
 
-/// Copies what the device pulls to the echo reference, in blocks stamped with when they are heard.
+/// Copies what the device pulls to the echo reference, in blocks stamped with when the device pulled
+/// them on its steady pull clock: no later than they are heard. The output latency is not added: its
+/// estimate is a guess (the buffer size, or 50 ms), and a reference stamped later than its echo is one
+/// the canceller cannot use, while one stamped early only adds to the delay its estimator finds anyway.
 struct ReferenceTap {
     reference: RenderReference,
-    latency: Duration,
+    clock: OutputClock,
     block: Vec<f32>,
     /// When the block's first sample was pulled.
     first_pulled: Option<Instant>,
@@ -556,7 +574,7 @@ struct ReferenceTap {
 impl ReferenceTap {
     fn pulled(&mut self, sample: f32, rate: u32) {
         if self.block.is_empty() {
-            self.first_pulled = Some(Instant::now());
+            self.first_pulled = Some(self.clock.pulling_now());
         }
         self.block.push(sample);
         if self.block.len() >= TAP_BLOCK {
@@ -566,8 +584,7 @@ impl ReferenceTap {
 
     fn flush(&mut self, rate: u32) {
         if let Some(pulled) = self.first_pulled.take() {
-            self.reference
-                .push(&self.block, rate, pulled + self.latency);
+            self.reference.push(&self.block, rate, pulled);
         }
         self.block.clear();
     }

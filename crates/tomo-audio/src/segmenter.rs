@@ -36,6 +36,10 @@ pub struct SegmenterConfig {
     pub max_segment: Duration,
     /// When to ask the end-of-turn model, if the segmenter has one.
     pub turn: TurnConfig,
+    /// Silence after which the utterance so far is offered for speculative recognition
+    /// ([`SegmenterEvent::Pause`]), so ASR runs while the end of the turn is still being decided.
+    /// `None`: no speculation.
+    pub speculate_after: Option<Duration>,
 }
 
 impl Default for SegmenterConfig {
@@ -50,6 +54,7 @@ impl Default for SegmenterConfig {
             min_speech: Duration::from_millis(250),
             max_segment: Duration::from_secs(30),
             turn: TurnConfig::default(),
+            speculate_after: None,
         }
     }
 }
@@ -71,6 +76,9 @@ pub struct SpeechSegment {
     pub samples: Vec<f32>,
     pub start: Duration,
     pub end: Duration,
+    /// End of the last speech frame: a [`SegmenterEvent::Pause`] snapshot and the final segment with
+    /// the same `start` and `speech_end` hold the same words.
+    pub speech_end: Duration,
     /// What ended it.
     pub ended_by: TurnEnd,
 }
@@ -87,6 +95,9 @@ pub enum SegmenterEvent {
         at: Duration,
     },
     Segment(SpeechSegment),
+    /// The speaker paused: the utterance so far (its `ended_by` is [`TurnEnd::Paused`]), for speculative
+    /// recognition. If the turn then ends without more speech, the final segment has the same words.
+    Pause(SpeechSegment),
 }
 
 /// The utterance being collected.
@@ -99,6 +110,8 @@ struct Active {
     asked_at: Option<u64>,
     /// The model failed on this utterance: the hangover decides instead.
     model_failed: bool,
+    /// A pause snapshot was offered for the current silence.
+    offered: bool,
 }
 
 /// The end-of-turn model and its timing, in frames.
@@ -130,6 +143,9 @@ pub struct Segmenter<V> {
     ptt_pressed: bool,
     turn_config: TurnConfig,
     turn: Option<TurnModel>,
+    speculate_frames: Option<u64>,
+    /// The speech probability of the last hands-free frame (for a barge-in gate).
+    last_probability: f32,
 }
 
 fn frames_for(duration: Duration) -> u64 {
@@ -163,7 +179,14 @@ impl<V: VoiceActivity> Segmenter<V> {
             ptt_pressed: false,
             turn_config: config.turn.clone(),
             turn: None,
+            speculate_frames: config.speculate_after.map(|d| frames_for(d).max(1)),
+            last_probability: 0.0,
         }
+    }
+
+    /// The VAD's speech probability of the last frame pushed in hands-free mode (0 otherwise).
+    pub fn last_probability(&self) -> f32 {
+        self.last_probability
     }
 
     /// Lets `model` decide the end of each hands-free utterance (see [`TurnConfig`]).
@@ -269,6 +292,7 @@ impl<V: VoiceActivity> Segmenter<V> {
             }
             ListenMode::HandsFree => {
                 let probability = self.vad.speech_probability(frame)?;
+                self.last_probability = probability;
                 self.hands_free(index, frame, probability, &mut events);
             }
         }
@@ -326,6 +350,15 @@ impl<V: VoiceActivity> Segmenter<V> {
         if probability >= self.release_threshold {
             active.last_speech = index;
             active.asked_at = None;
+            active.offered = false;
+        }
+        if let Some(after) = self.speculate_frames
+            && !active.offered
+            && index - active.last_speech >= after
+            && active.last_speech + 1 - active.first_speech >= self.min_speech_frames
+        {
+            active.offered = true;
+            events.push(SegmenterEvent::Pause(snapshot(active)));
         }
         if let Some(reason) = self.turn_ended(index) {
             if let Some(active) = self.active.take() {
@@ -424,6 +457,7 @@ impl<V: VoiceActivity> Segmenter<V> {
             samples,
             asked_at: None,
             model_failed: false,
+            offered: false,
         }
     }
 }
@@ -436,6 +470,20 @@ fn segment(active: Active, ended_by: TurnEnd) -> SpeechSegment {
         samples: active.samples,
         start,
         end,
+        speech_end: frame_time(active.last_speech + 1),
         ended_by,
+    }
+}
+
+/// The utterance so far, as the final segment would hold it if the turn ended now (the same post-roll).
+fn snapshot(active: &Active) -> SpeechSegment {
+    let start = frame_time(active.start_frame);
+    let keep = active.samples.len();
+    SpeechSegment {
+        samples: active.samples[..keep].to_vec(),
+        start,
+        end: start + Duration::from_micros(keep as u64 * 1_000_000 / u64::from(SAMPLE_RATE)),
+        speech_end: frame_time(active.last_speech + 1),
+        ended_by: TurnEnd::Paused,
     }
 }

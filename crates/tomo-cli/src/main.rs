@@ -1,6 +1,7 @@
 //! `tomo`: the headless front end of the Tomo engine.
 
 mod bench;
+mod bench_device;
 mod bench_llm;
 mod bench_vision;
 mod chat;

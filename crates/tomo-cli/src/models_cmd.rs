@@ -61,6 +61,7 @@ pub fn run(command: ModelsCommand) -> anyhow::Result<ExitCode> {
                 force,
                 keep_downloads,
                 index: None,
+                npm_registry: None,
             };
             install(&store, &names, &options)
         }

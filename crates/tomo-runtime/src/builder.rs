@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tomo_audio::{RodioOutput, WavOutput};
+use tomo_audio::{BargeInConfig, RenderReference, RodioOutput, WavOutput};
 use tomo_config::profile::Profile;
 use tomo_core::session::{SessionHandle, start_session};
 use tomo_core::sink::{OutputSink, TextSink};
@@ -19,7 +19,7 @@ use tomo_speech::voice_sink::VoiceSink;
 
 use crate::brain::{self, Brain, BrainConnector, BrainProgress, OnInstall};
 use crate::env::{EnvOptions, Prepared, environment_with};
-use crate::listen::{ListenFlags, start_listening};
+use crate::listen::{ListenFlags, Listener, start_listening};
 use crate::notices::{Notice, Notify, SessionNotices};
 use crate::voice;
 
@@ -39,9 +39,24 @@ pub enum VoiceOut {
 pub enum VoiceIn {
     /// Typed (or transcribed by the front end itself, e.g. from a file).
     None,
-    /// The profile's input device (or the default). `barge_in`: keep listening while the character
-    /// speaks (headsets).
-    Microphone { barge_in: bool },
+    /// The profile's input device (or the default).
+    Microphone { duplex: Duplex },
+}
+
+/// Whether the microphone listens while the character speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Duplex {
+    /// Half duplex on speakers, full duplex without them. Echo cancellation runs either way, but on a
+    /// loaded machine the echo path shifts (PulseAudio grows its buffer after underruns) and the
+    /// canceller needs a moment to follow, in which the character can hear itself and stop: on the
+    /// 2-core null-sink loop, 3-7 of 10 full-duplex turns ran to the end. Interrupting is opted in
+    /// (`--barge-in`, the UI's Interrupt toggle) until it is dependable.
+    #[default]
+    Auto,
+    /// Never listen while the character speaks.
+    Half,
+    /// Always listen (headphones): the user's words interrupt.
+    Full,
 }
 
 /// What to do when the profile needs models that are not installed.
@@ -140,7 +155,7 @@ impl SessionBuilder {
             workers: flags.tts_workers,
         })
         .voice_in(VoiceIn::Microphone {
-            barge_in: flags.barge_in,
+            duplex: flags.duplex(),
         })
     }
 
@@ -183,11 +198,26 @@ impl SessionBuilder {
         } else {
             None
         };
-        let sink = output_sink(&self.profile, &self.voice_out, store.as_ref(), &notify)?;
+        // What the speakers play, for the microphone's echo canceller: with it the user can talk over
+        // the character on speakers (full duplex).
+        let reference = matches!(
+            (&self.voice_in, &self.voice_out),
+            (VoiceIn::Microphone { .. }, VoiceOut::Speakers { .. })
+        )
+        .then(RenderReference::new);
+        let (sink, speakers) = output_sink(
+            &self.profile,
+            &self.voice_out,
+            store.as_ref(),
+            reference.clone(),
+            &notify,
+        )?;
+        // No speakers opened: nothing to cancel.
+        let reference = reference.filter(|_| speakers);
         // Built before the profile moves into the session; the microphone opens once it runs.
         let mic_profile = match (&self.voice_in, &store) {
-            (VoiceIn::Microphone { barge_in }, Some(store)) => {
-                Some((self.profile.clone(), store.clone(), *barge_in))
+            (VoiceIn::Microphone { duplex }, Some(store)) => {
+                Some((self.profile.clone(), store.clone(), *duplex))
             }
             _ => None,
         };
@@ -215,17 +245,31 @@ impl SessionBuilder {
         let ops = handle.sender();
         self.notices.connect(ops.clone());
 
-        let flags = ListenFlags {
-            barge_in: mic_profile.as_ref().is_some_and(|(.., barge_in)| *barge_in),
-            ..self.flags
-        };
+        let flags = self.flags;
+        // Full duplex where the character cannot hear itself (no speakers) or where the user asked
+        // for it. The session owns the mode (the UI can change it).
+        let half_duplex = mic_profile
+            .as_ref()
+            .is_some_and(|(.., duplex)| match duplex {
+                Duplex::Auto => speakers,
+                Duplex::Half => true,
+                Duplex::Full => false,
+            });
+        if mic_profile.is_some() {
+            ops.send(Op::SetHalfDuplex {
+                enabled: half_duplex,
+            })
+            .await
+            .ok();
+        }
         let microphone = match mic_profile {
             Some((profile, store, _)) => {
                 let (ops, flags, notify) = (ops.clone(), flags.clone(), Arc::clone(&notify));
+                let reference = reference.clone();
                 // Off the async workers: loading whisper blocks, and a cloud recogniser's blocking HTTP
                 // client must not be dropped on an async thread if the microphone cannot open.
                 tokio::task::spawn_blocking(move || {
-                    open_microphone(&profile, &store, ops, flags, &notify)
+                    open_microphone(&profile, &store, reference, ops, flags, &notify)
                 })
                 .await
                 .unwrap_or_else(|error| {
@@ -256,6 +300,7 @@ impl SessionBuilder {
 fn open_microphone(
     profile: &Profile,
     store: &ModelStore,
+    echo_reference: Option<RenderReference>,
     ops: mpsc::Sender<Op>,
     flags: ListenFlags,
     notify: &Notify,
@@ -269,8 +314,15 @@ fn open_microphone(
             return None;
         }
     };
-    let device = profile.asr.input_device.clone();
-    match start_listening(device, vad, asr, ops, flags, Arc::clone(notify)) {
+    let listener = Listener {
+        device: profile.asr.input_device.clone(),
+        vad,
+        asr,
+        end_of_turn: voice::end_of_turn(store),
+        echo_reference,
+        barge_in: BargeInConfig::default(),
+    };
+    match start_listening(listener, ops, flags, Arc::clone(notify)) {
         Ok(device) => Some(device),
         Err(error) => {
             notify(Notice::warning(format!(
@@ -337,14 +389,16 @@ async fn prepare_models(
     Ok(store)
 }
 
+/// The sink, and whether it plays on speakers (with `reference` fed).
 fn output_sink(
     profile: &Profile,
     voice_out: &VoiceOut,
     store: Option<&ModelStore>,
+    reference: Option<RenderReference>,
     notify: &Notify,
-) -> Result<Arc<dyn OutputSink>, StartError> {
+) -> Result<(Arc<dyn OutputSink>, bool), StartError> {
     let (workers, device) = match voice_out {
-        VoiceOut::Text => return Ok(Arc::new(TextSink)),
+        VoiceOut::Text => return Ok((Arc::new(TextSink), false)),
         VoiceOut::Speakers { workers } => (*workers, None),
         VoiceOut::Wav { path, workers } => (*workers, Some(path)),
     };
@@ -355,22 +409,26 @@ fn output_sink(
             let output: Arc<dyn tomo_audio::output::AudioOutput> = match device {
                 Some(path) => Arc::new(WavOutput::create(path)?),
                 None => Arc::new(
-                    RodioOutput::open(profile.tts.output_device.as_deref())
-                        .map_err(|e| anyhow::anyhow!("no speakers ({e})"))?,
+                    RodioOutput::open_with_reference(
+                        profile.tts.output_device.as_deref(),
+                        reference,
+                    )
+                    .map_err(|e| anyhow::anyhow!("no speakers ({e})"))?,
                 ),
             };
             // A character switch swaps the voice too.
             let sink =
                 VoiceSink::new(tts, output, workers).with_voices(voice::voice_builder(store));
+            sink.warm_up();
             anyhow::Ok(Arc::new(sink) as Arc<dyn OutputSink>)
         });
     match voiced {
-        Ok(sink) => Ok(sink),
+        Ok(sink) => Ok((sink, device.is_none())),
         // A file was asked for: nothing to degrade to.
         Err(error) if device.is_some() => Err(StartError::Voice(error)),
         Err(error) => {
             notify(Notice::warning(format!("{error:#}; answers are text only")));
-            Ok(Arc::new(TextSink))
+            Ok((Arc::new(TextSink), false))
         }
     }
 }

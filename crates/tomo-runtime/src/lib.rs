@@ -3,6 +3,7 @@
 //! environment and plugin factories ([`env`]), model checks, the first-run install and the VAD/ASR/TTS
 //! factories ([`voice`]), the microphone front end ([`listen`]), and typed [`notices`] for every client.
 
+mod asr_worker;
 pub mod brain;
 pub mod builder;
 pub mod env;
@@ -13,8 +14,10 @@ pub mod paths;
 pub mod voice;
 
 pub use brain::{Brain, BrainProgress, BrainStats};
-pub use builder::{ModelInstall, RunningSession, SessionBuilder, StartError, VoiceIn, VoiceOut};
+pub use builder::{
+    Duplex, ModelInstall, RunningSession, SessionBuilder, StartError, VoiceIn, VoiceOut,
+};
 pub use env::{EnvOptions, Prepared, environment, environment_with};
 pub use flags::{SessionFlags, VoiceFlags};
-pub use listen::{ListenFlags, start_listening};
+pub use listen::{ListenFlags, Listener, start_listening};
 pub use notices::{Notice, Notify, SessionNotices};

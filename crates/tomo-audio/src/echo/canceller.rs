@@ -36,9 +36,12 @@ pub enum EchoOutput {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct EchoConfig {
-    /// The reference is handed to AEC3 this much ahead of the capture it is matched with. Timestamps
-    /// are estimates and AEC3 only looks for echoes *after* their reference, so erring early is safe
-    /// (its delay estimator finds the rest, up to about half a second).
+    /// The reference is handed to AEC3 this much ahead of the capture it is matched with: the capture
+    /// stamped t is cancelled against what was pulled for the speakers at t + lead. AEC3 only looks for
+    /// echoes *after* their reference, and capture stamps run late (through PulseAudio the echo came up
+    /// to 45 ms before the moment its reference was pulled): erring early is safe, its delay estimator
+    /// finds the rest (up to about half a second). While the character speaks, a capture block waits
+    /// until its reference has been pulled (at most this long): that is the listening delay it costs.
     pub reference_lead: Duration,
     /// With nothing played for this long (echo tail included), frames pass through untouched and
     /// AEC3 rests: idle listening costs nothing extra. Its adapted filter is kept for the next answer.
@@ -65,8 +68,9 @@ fn aec3_config() -> EchoCanceller3Config {
     config
 }
 
-/// Cleans 16 kHz microphone audio of what the speakers play. Output is delayed by [`CHUNK`] samples
-/// (4 ms) against the input, whatever the frame size.
+/// Cleans 16 kHz microphone audio of what the speakers play, in blocks of [`CHUNK`] samples: what comes
+/// out is what went in, in order, minus the echo; while the character speaks a block is held until its
+/// reference is known (see [`EchoConfig::reference_lead`]).
 pub struct EchoCanceller {
     aec: BlockProcessor,
     output_kind: EchoOutput,
@@ -113,8 +117,7 @@ impl EchoCanceller {
             idle_after: samples(config.idle_after),
             pending: Vec::with_capacity(CHUNK * 4),
             pending_index: None,
-            // Primed with one chunk of silence: every frame in gets a frame out at once.
-            output: std::iter::repeat_n(0.0, CHUNK).collect(),
+            output: VecDeque::with_capacity(CHUNK * 16),
             reference_chunk: vec![0.0; CHUNK],
             cancelled_chunks: 0,
         }
@@ -140,15 +143,25 @@ impl EchoCanceller {
         )
     }
 
-    /// Cleans `frame`, whose first sample was recorded at `recorded_at`.
+    /// Cleans `frame`, whose first sample was recorded at `recorded_at` (live: blocks whose reference is
+    /// still to be pulled wait for it). Returns the cleaned samples ready so far.
     pub fn process(&mut self, frame: &[f32], recorded_at: Instant) -> Vec<f32> {
-        let index = self.timeline.reference().index_of(recorded_at);
-        self.process_at(frame, index)
+        let reference = self.timeline.reference();
+        let index = reference.index_of(recorded_at);
+        let now = reference.index_of(Instant::now());
+        self.push(frame, index);
+        self.run(Some(now))
     }
 
     /// Cleans `frame`, whose first sample was recorded at 16 kHz sample index `first_index` of the
-    /// reference's clock. Returns as many samples as it was given.
+    /// reference's clock, with the reference as it stands (offline: the caller has fed it). Returns the
+    /// cleaned samples, as many as it was given when frames are whole blocks.
     pub fn process_at(&mut self, frame: &[f32], first_index: i64) -> Vec<f32> {
+        self.push(frame, first_index);
+        self.run(None)
+    }
+
+    fn push(&mut self, frame: &[f32], first_index: i64) {
         let expected = self.pending_index.map(|i| i + self.pending.len() as i64);
         let anchor = match expected {
             // Capture timestamps jitter like the playback ones: close enough continues the stream.
@@ -169,34 +182,60 @@ impl EchoCanceller {
         };
         self.pending_index = Some(anchor - self.pending.len() as i64);
         self.pending.extend_from_slice(frame);
+    }
+
+    /// Processes the pending blocks that are ready, in order; `now` (the reference clock's present) is
+    /// `None` offline, where every block is.
+    fn run(&mut self, now: Option<i64>) -> Vec<f32> {
         self.timeline.update();
+        let Some(first) = self.pending_index else {
+            return Vec::new();
+        };
         let whole = self.pending.len() / CHUNK * CHUNK;
-        let mut start = 0;
-        while start < whole {
-            let index = self.pending_index.unwrap_or(0) + start as i64;
-            self.process_chunk(start, index);
-            start += CHUNK;
+        let mut done = 0;
+        while done < whole {
+            let index = first + done as i64;
+            if !self.ready(index, now) {
+                break;
+            }
+            self.process_chunk(done, index);
+            done += CHUNK;
         }
-        self.pending.drain(..whole);
-        if let Some(index) = self.pending_index.as_mut() {
-            *index += whole as i64;
-        }
-        let take = frame.len().min(self.output.len());
-        self.output.drain(..take).collect()
+        self.pending.drain(..done);
+        self.pending_index = Some(first + done as i64);
+        self.output.drain(..).collect()
+    }
+
+    /// Whether the block at `index` can be cleaned now: nothing plays near it, or its reference is on
+    /// the timeline, or playback paused or ended (nothing was pulled for longer than the device's
+    /// bursts are apart).
+    fn ready(&self, index: i64, now: Option<i64>) -> bool {
+        let Some(now) = now else {
+            return true;
+        };
+        let wanted = index + self.lead + CHUNK as i64;
+        self.is_idle(index)
+            || self.timeline.last_played().is_some_and(|end| end >= wanted)
+            || self
+                .timeline
+                .last_pulled()
+                .is_none_or(|end| now >= end + samples(CONTIGUOUS_TOLERANCE))
+    }
+
+    fn is_idle(&self, index: i64) -> bool {
+        self.timeline
+            .last_played()
+            .is_none_or(|end| index - end > self.idle_after)
     }
 
     fn process_chunk(&mut self, offset: usize, index: i64) {
         let chunk = &self.pending[offset..offset + CHUNK];
-        let idle = self
-            .timeline
-            .last_played()
-            .is_none_or(|end| index - end > self.idle_after);
-        if idle {
+        if self.is_idle(index) {
             self.output.extend(chunk);
             return;
         }
         self.timeline
-            .read(index - self.lead, &mut self.reference_chunk);
+            .read(index + self.lead, &mut self.reference_chunk);
         for (slot, &s) in self
             .render_block
             .view_mut(0, 0)
@@ -221,5 +260,10 @@ impl EchoCanceller {
         };
         self.output.extend(cleaned.iter().map(|&s| s / SCALE));
         self.cancelled_chunks += 1;
+        // Every 2 s of cancelling: how well it works (RUST_LOG=tomo_audio=debug).
+        if self.cancelled_chunks.is_multiple_of(500) {
+            let (erl, erle, delay) = self.metrics();
+            tracing::debug!(erl, erle, delay_ms = delay, "echo canceller");
+        }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Both sides count time in 16 kHz samples since the handle was made (its epoch), so a capture frame
 //! recorded at instant `t` meets exactly the reference that was playing at `t`. Audio-callback timestamps
-//! jitter by a few milliseconds; a block that starts within [`CONTIGUOUS_TOLERANCE`] of where the previous
+//! jitter (through PulseAudio's ALSA plugin by 60-80 ms: the device pulls in bursts); a block that starts within [`CONTIGUOUS_TOLERANCE`] of where the previous
 //! one ended is taken as its continuation (no clicks, no gaps), and only a larger jump (a pause in
 //! playback, an underrun) moves the write position. Where nothing was played the reference is silence.
 
@@ -15,8 +15,12 @@ use std::time::{Duration, Instant};
 use crate::SAMPLE_RATE;
 use crate::resample::StreamResampler;
 
-/// Blocks whose start is this close to the end of the previous one continue it.
-pub const CONTIGUOUS_TOLERANCE: Duration = Duration::from_millis(40);
+/// Blocks whose start is this close to the end of the previous one continue it: more than the bursts'
+/// jitter (re-anchoring on jitter shifts the reference against the echo, and the canceller loses its
+/// adapted filter each time), less than a pause between sentences usually is.
+pub const CONTIGUOUS_TOLERANCE: Duration = Duration::from_millis(100);
+/// Input frames per FFT call of the reference's resampler (one tap block).
+const RESAMPLE_CHUNK: usize = 256;
 /// Reference audio kept for the capture side (more than any device delay the canceller can handle).
 const KEEP_SAMPLES: u64 = 2 * SAMPLE_RATE as u64;
 /// Blocks the playback side may queue before the capture side takes them; beyond it the oldest go (a
@@ -186,6 +190,17 @@ impl ReferenceTimeline {
         self.last_played
     }
 
+    /// Index just past the last sample the playback side has handed over, placed or still in the
+    /// resampler (`None`: nothing played yet).
+    pub fn last_pulled(&self) -> Option<i64> {
+        match (&self.stretch, self.last_played) {
+            (Some(stretch), played) => {
+                Some(played.map_or(stretch.input_end, |p| p.max(stretch.input_end)))
+            }
+            (None, played) => played,
+        }
+    }
+
     /// Takes what the playback side queued and writes it onto the timeline.
     pub fn update(&mut self) {
         for block in self.source.take() {
@@ -200,7 +215,11 @@ impl ReferenceTimeline {
         });
         if !continues {
             self.flush();
-            let Ok(resampler) = StreamResampler::new(block.sample_rate, SAMPLE_RATE) else {
+            // Small FFT chunks: what was pulled reaches the timeline within ~12 ms, so the canceller
+            // hardly waits for its reference.
+            let Ok(resampler) =
+                StreamResampler::with_chunk(block.sample_rate, SAMPLE_RATE, RESAMPLE_CHUNK)
+            else {
                 return;
             };
             self.stretch = Some(Stretch {

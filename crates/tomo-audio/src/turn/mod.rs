@@ -89,4 +89,6 @@ pub enum TurnEnd {
     Released,
     /// The stream ended.
     Flushed,
+    /// Not an end: the speaker paused (a [`crate::SegmenterEvent::Pause`] snapshot).
+    Paused,
 }

@@ -79,6 +79,7 @@ fn shipped_profiles_load_without_warnings_and_pass_check() {
     for (file, name) in [
         ("hana", "hana"),
         ("kuro", "kuro"),
+        ("mei", "mei"),
         ("game-companion", "kuma"),
     ] {
         let path = repo_root().join("profiles").join(format!("{file}.toml"));
@@ -116,11 +117,22 @@ fn shipped_profiles_load_without_warnings_and_pass_check() {
         .unwrap()
         .profile;
     assert_eq!(kuro.plugins.enabled, ["time", "web_fetch"]);
-    // One neural voice ships offline; the characters still sound different.
-    assert_ne!(
-        (&kuro.tts.voice, kuro.tts.speed),
-        (&hana.tts.voice, hana.tts.speed)
+    // Voices that fit the characters: a woman's for Hana, a man's for Kuro (Kokoro: `af_`/`am_`).
+    assert_eq!(
+        (hana.tts.engine.as_str(), hana.tts.voice.as_str()),
+        ("kokoro", "af_heart")
     );
+    assert_eq!(
+        (kuro.tts.engine.as_str(), kuro.tts.voice.as_str()),
+        ("kokoro", "am_michael")
+    );
+    let mei = load_profile(&repo_root().join("profiles/mei.toml"))
+        .unwrap()
+        .profile;
+    // Mei listens and speaks Mandarin.
+    assert_eq!(mei.asr.language.as_deref(), Some("zh"));
+    assert!(mei.tts.voice.starts_with("zf_"), "{}", mei.tts.voice);
+    assert!(mei.character.persona.contains("简体中文"));
 }
 
 #[test]

