@@ -217,17 +217,18 @@ async fn the_embedded_preset_warms_the_prefix_at_load_and_after_each_turn() {
     wait_for_warm_ups(&seen, 2).await;
     let requests = server.requests();
     let sent = &requests.last().unwrap().body["messages"];
-    let seen = seen.lock().unwrap();
-    let (_, after, _) = &seen[1];
-    let after = after.as_array().unwrap();
-    assert_eq!(
-        after.last().unwrap()["content"],
-        "[joy] From the embedded brain."
-    );
-    // The request that was sent starts with exactly what was warmed at load.
-    let at_load = seen[0].1.as_array().unwrap();
-    assert_eq!(&sent.as_array().unwrap()[..at_load.len()], &at_load[..]);
-    drop(seen);
+    {
+        let seen = seen.lock().unwrap();
+        let (_, after, _) = &seen[1];
+        let after = after.as_array().unwrap();
+        assert_eq!(
+            after.last().unwrap()["content"],
+            "[joy] From the embedded brain."
+        );
+        // The request that was sent starts with exactly what was warmed at load.
+        let at_load = seen[0].1.as_array().unwrap();
+        assert_eq!(&sent.as_array().unwrap()[..at_load.len()], &at_load[..]);
+    }
     session.send(Op::Shutdown).await.unwrap();
     session.join().await;
 }

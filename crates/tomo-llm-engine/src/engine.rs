@@ -455,6 +455,32 @@ fn choose_slot(slots: &[Slot], tokens: &[LlamaToken]) -> (usize, usize) {
     (oldest, shared.get(oldest).copied().unwrap_or(0))
 }
 
+/// Chat sampling: a light repetition penalty (small models loop), top-k 40, top-p 0.9, min-p 0.05, then
+/// the temperature; temperature 0 is greedy (tests and benchmarks that want the same answer every time).
+fn sampler(request: &ChatRequest, default_temperature: f32, n_vocab: i32) -> LlamaSampler {
+    let temperature = request.temperature.unwrap_or(default_temperature);
+    if temperature <= 0.0 {
+        return LlamaSampler::chain_simple([
+            LlamaSampler::penalties(n_vocab, 64, 1.05, 0.0, 0.0),
+            LlamaSampler::greedy(),
+        ]);
+    }
+    let seed = request.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+    });
+    LlamaSampler::chain_simple([
+        LlamaSampler::penalties(n_vocab, 64, 1.05, 0.0, 0.0),
+        LlamaSampler::top_k(40),
+        LlamaSampler::top_p(request.top_p.unwrap_or(0.9), 1),
+        LlamaSampler::min_p(0.05, 1),
+        LlamaSampler::temp(temperature),
+        LlamaSampler::dist(seed),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,30 +518,4 @@ mod tests {
         // Something new: the least recently used slot.
         assert_eq!(choose_slot(&slots, &tokens(5000..5100)).0, 0);
     }
-}
-
-/// Chat sampling: a light repetition penalty (small models loop), top-k 40, top-p 0.9, min-p 0.05, then
-/// the temperature; temperature 0 is greedy (tests and benchmarks that want the same answer every time).
-fn sampler(request: &ChatRequest, default_temperature: f32, n_vocab: i32) -> LlamaSampler {
-    let temperature = request.temperature.unwrap_or(default_temperature);
-    if temperature <= 0.0 {
-        return LlamaSampler::chain_simple([
-            LlamaSampler::penalties(n_vocab, 64, 1.05, 0.0, 0.0),
-            LlamaSampler::greedy(),
-        ]);
-    }
-    let seed = request.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0)
-    });
-    LlamaSampler::chain_simple([
-        LlamaSampler::penalties(n_vocab, 64, 1.05, 0.0, 0.0),
-        LlamaSampler::top_k(40),
-        LlamaSampler::top_p(request.top_p.unwrap_or(0.9), 1),
-        LlamaSampler::min_p(0.05, 1),
-        LlamaSampler::temp(temperature),
-        LlamaSampler::dist(seed),
-    ])
 }
