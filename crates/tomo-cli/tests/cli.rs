@@ -122,7 +122,13 @@ async fn an_endpoint_overrides_the_embedded_brain_without_installing_or_starting
         "{}",
         out.stdout
     );
-    assert_eq!(server.requests().len(), 1, "the turn went to the endpoint");
+    // The turn (and Hana's memory extraction after it) went to the endpoint.
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].messages().last().unwrap()["content"],
+        "hello",
+        "the turn went to the endpoint"
+    );
     assert!(
         !out.stderr.contains("embedded brain"),
         "no engine was loaded: {}",
