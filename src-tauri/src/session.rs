@@ -33,9 +33,12 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
     }
     let flags = app.state::<AppState>().listen.clone();
     let (session, mut events) = SessionBuilder::new(&options.profile, loaded.profile)
-        .env(options.env)
         .listen_flags(flags)
-        .voice(&options.voice, install_progress(&app, &options.profile))
+        .voice(
+            &options.voice,
+            install_progress(&app, &options.profile, &options.env, options.voice.text),
+        )
+        .env(options.env)
         .start()
         .await?;
     crate::startup::set(&app, crate::startup::Startup::Ready);
@@ -81,10 +84,21 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
 
 /// First-run model install, shown in the window (startup.rs) and in the log (per-chunk download
 /// progress is too chatty for it).
-fn install_progress(app: &AppHandle, profile_path: &std::path::Path) -> ModelInstall {
+fn install_progress(
+    app: &AppHandle,
+    profile_path: &std::path::Path,
+    env: &EnvOptions,
+    text_only: bool,
+) -> ModelInstall {
     let missing = ModelStore::from_env().ok().and_then(|store| {
         let profile = load_profile(profile_path).ok()?.profile;
-        let missing = tomo_runtime::voice::missing_models(&store, &profile).ok()?;
+        let mut missing = if text_only {
+            Vec::new()
+        } else {
+            tomo_runtime::voice::missing_models(&store, &profile).ok()?
+        };
+        // The embedded brain's model is installed by the same first run (unless an endpoint overrides it).
+        missing.extend(tomo_runtime::brain::missing_model(&store, &profile, env));
         (!missing.is_empty()).then(|| crate::startup::install_message(&store, &missing))
     });
     let mut progress =

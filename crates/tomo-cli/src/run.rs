@@ -11,7 +11,7 @@ use tomo_protocol::Op;
 use tomo_runtime::{ModelInstall, SessionBuilder, SessionFlags, VoiceFlags};
 
 use crate::load::load_profile_or_report;
-use crate::models_cmd::InstallProgress;
+use crate::models_cmd::{InstallProgress, brain_progress};
 use crate::render::Renderer;
 
 #[derive(Debug, Args)]
@@ -37,6 +37,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (session, mut events) = SessionBuilder::new(&args.profile, profile)
         .env(args.session.env_options())
         .voice(&args.voice, ModelInstall::Install(InstallProgress::boxed()))
+        .brain_progress(brain_progress())
         .start()
         .await?;
     let ops = session.ops();

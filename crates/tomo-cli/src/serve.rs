@@ -14,7 +14,7 @@ use tomo_runtime::{ModelInstall, SessionBuilder, SessionFlags, VoiceFlags};
 use tomo_server::{Server, ServerConfig};
 
 use crate::load::load_profile_or_report;
-use crate::models_cmd::InstallProgress;
+use crate::models_cmd::{InstallProgress, brain_progress};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -92,6 +92,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let (session, events) = SessionBuilder::new(&args.profile, profile)
         .env(args.session.env_options())
         .voice(&args.voice, ModelInstall::Install(InstallProgress::boxed()))
+        .brain_progress(brain_progress())
         .start()
         .await?;
     let server = match Server::start(config, session.ops(), events).await {

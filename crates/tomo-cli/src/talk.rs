@@ -12,6 +12,7 @@ use tomo_protocol::{Event, LatencyOrigin, Op, SessionState};
 use tomo_runtime::{SessionBuilder, SessionFlags, VoiceOut, voice};
 
 use crate::load::load_profile_or_report;
+use crate::models_cmd::brain_progress;
 use crate::render::Renderer;
 
 #[derive(Debug, Args)]
@@ -47,6 +48,7 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
             path: args.output.clone(),
             workers: args.tts_workers,
         })
+        .brain_progress(brain_progress())
         .start()
         .await?;
     let heard = match &session.store {

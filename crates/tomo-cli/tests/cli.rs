@@ -78,8 +78,10 @@ async fn once_streams_the_answer_of_a_shipped_character_and_runs_a_builtin_tool(
         out.stdout
     );
     let requests = server.requests();
+    // Hana's model names an embedded model; the endpoint that overrides the brain gets that name (a
+    // front end sets TOMO_LLM_MODEL for the server's own).
     assert_eq!(
-        requests[0].body["model"], "qwen2.5:3b",
+        requests[0].body["model"], "qwen2.5-coder-1.5b",
         "model from the profile"
     );
     let tool = requests[1]
@@ -91,6 +93,49 @@ async fn once_streams_the_answer_of_a_shipped_character_and_runs_a_builtin_tool(
         tool["content"].as_str().unwrap().contains(':'),
         "a real time came back: {tool}"
     );
+}
+
+/// A shipped character is on the embedded brain, but an explicit endpoint (how every test and `tomo bench
+/// voice` run) replaces it: with an empty model store nothing is installed and no engine is started.
+#[tokio::test]
+async fn an_endpoint_overrides_the_embedded_brain_without_installing_or_starting_it() {
+    let server = ScriptedServer::start(vec![script::text_reply("[joy] Hello from the endpoint.")])
+        .await
+        .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let models = tempfile::tempdir().unwrap();
+    let out = run(tomo(data.path())
+        .env("TOMO_MODELS_DIR", models.path())
+        .env("TOMO_LLM_BASE_URL", server.base_url())
+        .args(["chat", "--once", "hello", "--profile"])
+        .arg(repo("profiles/hana.toml")))
+    .await;
+    assert_eq!(
+        out.code,
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        out.stdout,
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("Hello from the endpoint."),
+        "{}",
+        out.stdout
+    );
+    // The turn (and Hana's memory extraction after it) went to the endpoint.
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].messages().last().unwrap()["content"],
+        "hello",
+        "the turn went to the endpoint"
+    );
+    assert!(
+        !out.stderr.contains("embedded brain"),
+        "no engine was loaded: {}",
+        out.stderr
+    );
+    let installed: Vec<_> = std::fs::read_dir(models.path()).unwrap().collect();
+    assert!(installed.is_empty(), "nothing installed: {installed:?}");
 }
 
 #[tokio::test]

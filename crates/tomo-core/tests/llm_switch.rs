@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use tomo_config::profile::Profile;
 use tomo_core::sink::{OutputSink, SinkError};
-use tomo_protocol::{ErrorCode, Event, Op, Sentence, TurnId};
+use tomo_protocol::{ErrorCode, Event, LlmEngineKind, Op, Sentence, TurnId};
 use tomo_testkit::{ScriptedServer, script};
 
 use support::session::{
@@ -33,6 +33,7 @@ async fn set_llm_moves_the_next_turns_to_the_new_endpoint_and_refuses_bad_reques
     // A request that names some other secret of the environment is refused; the endpoint stays.
     session
         .send(Op::SetLlm {
+            engine: LlmEngineKind::OpenAi,
             base_url: second.base_url(),
             model: "second-model".into(),
             api_key_env: Some("HOME".into()),
@@ -47,6 +48,7 @@ async fn set_llm_moves_the_next_turns_to_the_new_endpoint_and_refuses_bad_reques
 
     session
         .send(Op::SetLlm {
+            engine: LlmEngineKind::OpenAi,
             base_url: second.base_url(),
             model: "second-model".into(),
             api_key_env: None,
@@ -57,6 +59,7 @@ async fn set_llm_moves_the_next_turns_to_the_new_endpoint_and_refuses_bad_reques
     assert_eq!(
         changed.last().unwrap().event,
         Event::LlmChanged {
+            engine: LlmEngineKind::OpenAi,
             base_url: second.base_url(),
             model: "second-model".into()
         }

@@ -353,19 +353,13 @@ impl Engine<'_> {
         })
     }
 
-    /// The slot sharing the longest prefix with `tokens` (the least recently used on a tie) and the length
-    /// of that prefix, capped so at least one prompt token is evaluated (its logits start the answer).
+    /// The slot for `tokens` (see [`choose_slot`]) and how many of its tokens are reused, capped so at
+    /// least one prompt token is evaluated (its logits start the answer).
     fn pick_slot(&mut self, tokens: &[LlamaToken]) -> (usize, usize) {
-        let mut best = (0, 0, u64::MAX);
-        for (index, slot) in self.slots.iter().enumerate() {
-            let shared = common_prefix(&slot.tokens, tokens);
-            if shared > best.1 || (shared == best.1 && slot.last_used < best.2) {
-                best = (index, shared, slot.last_used);
-            }
-        }
+        let (index, shared) = choose_slot(&self.slots, tokens);
         self.clock += 1;
-        self.slots[best.0].last_used = self.clock;
-        (best.0, best.1.min(tokens.len().saturating_sub(1)))
+        self.slots[index].last_used = self.clock;
+        (index, shared.min(tokens.len().saturating_sub(1)))
     }
 
     /// Drops the slot's cache after `cached` tokens and evaluates the rest of the prompt in batches.
@@ -432,6 +426,35 @@ fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
+/// A shared prefix shorter than this is only the template's opening (`<|im_start|>system\n`), not a
+/// conversation worth keeping.
+const MIN_REUSE: usize = 32;
+
+/// The slot whose cache shares the longest prefix with `tokens`, if that prefix is a real one
+/// ([`MIN_REUSE`] tokens); otherwise the least recently used slot, so a side request (memory extraction,
+/// a summary) never evicts the conversation just because both start with the same template header.
+/// Returns the slot and how many of its tokens match.
+fn choose_slot(slots: &[Slot], tokens: &[LlamaToken]) -> (usize, usize) {
+    let shared: Vec<usize> = slots
+        .iter()
+        .map(|slot| common_prefix(&slot.tokens, tokens))
+        .collect();
+    let longest = slots
+        .iter()
+        .enumerate()
+        .max_by_key(|(index, slot)| (shared[*index], std::cmp::Reverse(slot.last_used)))
+        .map_or(0, |(index, _)| index);
+    if shared.get(longest).copied().unwrap_or(0) >= MIN_REUSE {
+        return (longest, shared[longest]);
+    }
+    let oldest = slots
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, slot)| slot.last_used)
+        .map_or(0, |(index, _)| index);
+    (oldest, shared.get(oldest).copied().unwrap_or(0))
+}
+
 /// Chat sampling: a light repetition penalty (small models loop), top-k 40, top-p 0.9, min-p 0.05, then
 /// the temperature; temperature 0 is greedy (tests and benchmarks that want the same answer every time).
 fn sampler(request: &ChatRequest, default_temperature: f32, n_vocab: i32) -> LlamaSampler {
@@ -456,4 +479,43 @@ fn sampler(request: &ChatRequest, default_temperature: f32, n_vocab: i32) -> Lla
         LlamaSampler::temp(temperature),
         LlamaSampler::dist(seed),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(tokens: &[i32], last_used: u64) -> Slot {
+        Slot {
+            tokens: tokens.iter().copied().map(LlamaToken::new).collect(),
+            last_used,
+        }
+    }
+
+    fn tokens(range: std::ops::Range<i32>) -> Vec<LlamaToken> {
+        range.map(LlamaToken::new).collect()
+    }
+
+    #[test]
+    fn the_conversation_keeps_its_slot_and_side_requests_take_the_other() {
+        let header: Vec<i32> = (0..3).collect();
+        let conversation: Vec<i32> = (0..200).collect();
+        let slots = [slot(&conversation, 5), slot(&[], 0)];
+        // The next turn of the conversation: its slot.
+        assert_eq!(choose_slot(&slots, &tokens(0..230)), (0, 200));
+        // Memory extraction starts with the same template header only: the unused slot, not the chat's.
+        let mut side = header.clone();
+        side.extend(900..950);
+        let side: Vec<LlamaToken> = side.into_iter().map(LlamaToken::new).collect();
+        assert_eq!(choose_slot(&slots, &side).0, 1);
+        // Later, with the side request in slot 1: the next side request reuses it, the chat keeps 0.
+        let slots = [
+            slot(&conversation, 5),
+            slot(&(0..3).chain(900..950).collect::<Vec<_>>(), 6),
+        ];
+        assert_eq!(choose_slot(&slots, &side), (1, 53));
+        assert_eq!(choose_slot(&slots, &tokens(0..230)), (0, 200));
+        // Something new: the least recently used slot.
+        assert_eq!(choose_slot(&slots, &tokens(5000..5100)).0, 0);
+    }
 }

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use process::{EngineState, LocalEngine};
+pub use warm::WarmUp;
 
 /// A second crash within this time after a restart is not restarted again (a model that crashes the
 /// engine on every load would otherwise loop).

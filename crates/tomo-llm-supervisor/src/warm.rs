@@ -7,12 +7,21 @@ use serde_json::{Value, json};
 
 use crate::{EngineError, LocalEngine};
 
+/// What one warm-up did, from the engine's own counts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WarmUp {
+    pub elapsed: Duration,
+    /// Tokens of the prefix (and the one-token answer's prompt).
+    pub prompt_tokens: u64,
+    /// Of those, already in the cache before (0 on the first warm-up).
+    pub cached_tokens: u64,
+}
+
 impl LocalEngine {
     /// Sends `messages` (OpenAI chat messages: the system prompt and the history, *without* the coming user
     /// message) and `tools` (OpenAI `tools` array, as the turns will send them) for a one-token answer.
     /// The engine keeps their tokens in its cache; a turn that starts with the same messages reuses them.
-    /// Returns how long the evaluation took.
-    pub async fn warm_up(&self, messages: &Value, tools: &Value) -> Result<Duration, EngineError> {
+    pub async fn warm_up(&self, messages: &Value, tools: &Value) -> Result<WarmUp, EngineError> {
         let started = Instant::now();
         let mut body = json!({
             "messages": messages,
@@ -42,6 +51,18 @@ impl LocalEngine {
                 text.chars().take(300).collect::<String>()
             )));
         }
-        Ok(started.elapsed())
+        let text = response
+            .text()
+            .await
+            .map_err(|e| EngineError::Request(format!("warm-up: {e}")))?;
+        let body: Value = serde_json::from_str(&text).unwrap_or_default();
+        let usage = &body["usage"];
+        Ok(WarmUp {
+            elapsed: started.elapsed(),
+            prompt_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
+            cached_tokens: usage["prompt_tokens_details"]["cached_tokens"]
+                .as_u64()
+                .unwrap_or(0),
+        })
     }
 }

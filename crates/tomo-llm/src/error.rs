@@ -16,6 +16,10 @@ pub enum LlmError {
     Timeout(std::time::Duration),
     #[error("invalid LLM configuration: {0}")]
     Config(String),
+    /// The embedded brain cannot serve: not installed, failed to start, or stopped for good. The message
+    /// says what to do.
+    #[error("{0}")]
+    Brain(String),
     #[error("cancelled")]
     Cancelled,
 }
@@ -30,13 +34,17 @@ impl LlmError {
             Self::Timeout(_) => true,
             Self::Malformed(_) => false,
             Self::Config(_) => false,
+            // A restart in progress waits inside the client; what comes out here stays.
+            Self::Brain(_) => false,
             Self::Cancelled => false,
         }
     }
 
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Unreachable { .. } | Self::Timeout(_) => ErrorCode::LlmUnreachable,
+            Self::Unreachable { .. } | Self::Timeout(_) | Self::Brain(_) => {
+                ErrorCode::LlmUnreachable
+            }
             Self::Http { .. } => ErrorCode::LlmHttp,
             Self::Stream(_) | Self::Cancelled => ErrorCode::LlmStream,
             Self::Malformed(_) => ErrorCode::LlmMalformed,

@@ -12,4 +12,6 @@ pub mod tools;
 pub use assemble::{AssembledCall, ToolCallAssembler, ToolCallFragment};
 pub use error::LlmError;
 pub use messages::{ChatMessage, FunctionCall, FunctionDefinition, ToolDefinition, WireToolCall};
-pub use model::{ChatModel, LlmClient, LlmConnector, LlmEndpoint, LlmEvent, LlmStream};
+pub use model::{
+    ChatModel, EmbeddedRequest, LlmClient, LlmConnector, LlmEndpoint, LlmEvent, LlmStream, WarmedUp,
+};

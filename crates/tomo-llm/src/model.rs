@@ -52,9 +52,30 @@ pub enum LlmEvent {
 
 pub type LlmStream = Pin<Box<dyn Stream<Item = Result<LlmEvent, LlmError>> + Send>>;
 
+/// What a warm-up evaluated: how much of the prefix the engine already had, how much it added.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WarmedUp {
+    pub prompt_tokens: u64,
+    /// Tokens that were in the engine's cache already (not evaluated again).
+    pub cached_tokens: u64,
+    pub elapsed: Duration,
+}
+
 /// Something that serves chat completions.
 pub trait ChatModel: Send + Sync {
     fn endpoint(&self) -> &LlmEndpoint;
+
+    /// Evaluates `messages` (the system prompt and history of the *next* request, without its user
+    /// message) and `tools` ahead of time, so that request finds them in the engine's prefix cache.
+    /// `Ok(None)`: this model does not warm up (the default: a cloud endpoint would bill it).
+    fn warm_up<'a>(
+        &'a self,
+        messages: &'a [ChatMessage],
+        tools: &'a [ToolDefinition],
+    ) -> BoxFuture<'a, Result<Option<WarmedUp>, LlmError>> {
+        let _ = (messages, tools);
+        Box::pin(async { Ok(None) })
+    }
 
     /// Starts one streamed completion. Errors before the first chunk come back here; later ones in the
     /// stream. A stream that ends without a `Finish` must end with an error: a server that dies
@@ -66,10 +87,37 @@ pub trait ChatModel: Send + Sync {
     ) -> BoxFuture<'a, Result<LlmStream, LlmError>>;
 }
 
+/// What a character asks of the embedded brain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddedRequest {
+    /// The embedded model's name in the model store (e.g. `qwen2.5-coder-1.5b`).
+    pub model: String,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    pub idle_timeout: Duration,
+    /// The longest prompt the character sends, in tokens (its context budget): the engine's window
+    /// must hold it and the answer.
+    pub prompt_budget: u32,
+}
+
 /// Makes a [`ChatModel`] for an endpoint. The program decides which implementation serves which
-/// endpoint (the runtime registers the OpenAI-compatible client).
+/// endpoint (the runtime registers the OpenAI-compatible one, and the embedded brain).
 pub trait LlmConnector: Send + Sync {
     fn connect(&self, endpoint: LlmEndpoint) -> Result<LlmClient, LlmError>;
+
+    /// A client of the embedded brain (the engine on this computer), started if it is not running yet,
+    /// shared when it is. The default: this program has none.
+    fn connect_embedded(
+        &self,
+        request: EmbeddedRequest,
+    ) -> BoxFuture<'_, Result<LlmClient, LlmError>> {
+        Box::pin(async move {
+            Err(LlmError::Brain(format!(
+                "this program has no embedded brain to run `{}`; use an OpenAI-compatible endpoint",
+                request.model
+            )))
+        })
+    }
 }
 
 /// A shared handle on a model.
@@ -100,6 +148,15 @@ impl LlmClient {
         tools: &[ToolDefinition],
     ) -> Result<LlmStream, LlmError> {
         self.0.stream_chat(messages, tools).await
+    }
+
+    /// See [`ChatModel::warm_up`].
+    pub async fn warm_up(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+    ) -> Result<Option<WarmedUp>, LlmError> {
+        self.0.warm_up(messages, tools).await
     }
 
     /// A whole answer without tools (summaries, fact extraction): the streamed text, joined.

@@ -52,10 +52,15 @@ pub enum Op {
     Notice { level: NoticeLevel, message: String },
     /// Ask a sensor what it could watch (answered with `sensor_targets`).
     ListSensorTargets { plugin: String },
-    /// Use another LLM endpoint from now on (the settings' presets). The key is never sent: `api_key_env`
-    /// names an environment variable of the Tomo process that holds it (its name must end in `API_KEY`);
-    /// without it the current key stays.
+    /// Use another LLM from now on (the settings' presets). `engine: "embedded"` is the brain on this
+    /// computer (`model` names an installed embedded model; `base_url` and `api_key_env` must be empty:
+    /// it has its own address and token). Otherwise `base_url` is an OpenAI-compatible endpoint. The key
+    /// is never sent: `api_key_env` names an environment variable of the Tomo process that holds it (its
+    /// name must end in `API_KEY`); without it the current key stays, for the endpoint it was set for.
     SetLlm {
+        #[serde(default)]
+        engine: LlmEngineKind,
+        #[serde(default)]
         base_url: String,
         model: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,6 +73,19 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         target: Option<String>,
     },
+}
+
+/// What thinks for the character: the embedded brain on this computer, or an OpenAI-compatible endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum LlmEngineKind {
+    /// An OpenAI-compatible endpoint at a base URL (Ollama, LM Studio, a cloud API).
+    #[default]
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// The brain that ships with Tomo (llama.cpp on this computer).
+    Embedded,
 }
 
 /// A rectangle in the sensor's coordinates (for the screen watcher: pixels of the watched window).
@@ -436,6 +454,10 @@ pub enum Event {
     },
     /// The session now talks to this LLM endpoint (after `set_llm`).
     LlmChanged {
+        /// The embedded brain or an endpoint (absent from older servers: an endpoint).
+        #[serde(default)]
+        engine: LlmEngineKind,
+        /// For the embedded brain, its loopback address (it changes with every run).
         base_url: String,
         model: String,
     },

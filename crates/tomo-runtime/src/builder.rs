@@ -17,7 +17,8 @@ use tomo_protocol::{EventEnvelope, Op};
 use tomo_speech::models::{InstallEvent, ModelStore};
 use tomo_speech::voice_sink::VoiceSink;
 
-use crate::env::{EnvOptions, Prepared, environment};
+use crate::brain::{self, Brain, BrainConnector, BrainProgress, OnInstall};
+use crate::env::{EnvOptions, Prepared, environment_with};
 use crate::listen::{ListenFlags, Listener, start_listening};
 use crate::notices::{Notice, Notify, SessionNotices};
 use crate::voice;
@@ -73,6 +74,9 @@ pub enum StartError {
     /// Only for outputs that cannot degrade (a WAV file): speakers fall back to text instead.
     #[error("{0:#}")]
     Voice(anyhow::Error),
+    /// The profile's embedded brain cannot be installed or started.
+    #[error("{0}")]
+    Brain(tomo_llm::LlmError),
 }
 
 /// Builds a session. Front ends set what differs and call [`SessionBuilder::start`].
@@ -86,6 +90,7 @@ pub struct SessionBuilder {
     notices: SessionNotices,
     extra_hooks: Vec<Arc<dyn Hook>>,
     flags: ListenFlags,
+    brain_progress: Box<dyn FnMut(BrainProgress) + Send>,
 }
 
 impl SessionBuilder {
@@ -101,7 +106,15 @@ impl SessionBuilder {
             notices: SessionNotices::new(),
             extra_hooks: Vec::new(),
             flags: ListenFlags::default(),
+            brain_progress: Box::new(|progress| tracing::debug!(?progress, "embedded brain")),
         }
+    }
+
+    /// Where loading the embedded brain at start reports its progress (a start-up panel, a terminal
+    /// line); by default only the log.
+    pub fn brain_progress(mut self, progress: impl FnMut(BrainProgress) + Send + 'static) -> Self {
+        self.brain_progress = Box::new(progress);
+        self
     }
 
     /// Share the microphone's switches with the front end (the desktop tray reads the mute state).
@@ -132,17 +145,18 @@ impl SessionBuilder {
 
     /// The voice the front end's flags ask for: speakers and the microphone (installing what the profile
     /// needs on the first run, reported to `install`), or text only with `--text`.
+    /// The install policy holds in text mode too: the embedded brain's model is installed the same way.
     pub fn voice(self, flags: &crate::flags::VoiceFlags, install: ModelInstall) -> Self {
+        let this = self.install(install);
         if flags.text {
-            return self;
+            return this;
         }
-        self.voice_out(VoiceOut::Speakers {
+        this.voice_out(VoiceOut::Speakers {
             workers: flags.tts_workers,
         })
         .voice_in(VoiceIn::Microphone {
             duplex: flags.duplex(),
         })
-        .install(install)
     }
 
     /// Hooks of the embedding program, run after the profile's hook plugins.
@@ -158,13 +172,17 @@ impl SessionBuilder {
 
     /// Starts everything; the session's events (from `session_ready` on) come on the receiver.
     pub async fn start(
-        self,
+        mut self,
     ) -> Result<(RunningSession, mpsc::UnboundedReceiver<EventEnvelope>), StartError> {
         let notify = self.notices.notify();
         let wants_voice =
             !matches!(self.voice_out, VoiceOut::Text) || !matches!(self.voice_in, VoiceIn::None);
+        let mut install = match std::mem::replace(&mut self.install, ModelInstall::Require) {
+            ModelInstall::Install(on_event) => Some(on_event),
+            ModelInstall::Require => None,
+        };
         let store = if wants_voice {
-            match prepare_models(&self.profile, self.install).await {
+            match prepare_models(&self.profile, &mut install).await {
                 Ok(store) => Some(store),
                 // A file was asked for: nothing to degrade to.
                 Err(error) if matches!(self.voice_out, VoiceOut::Wav { .. }) => {
@@ -203,7 +221,25 @@ impl SessionBuilder {
             }
             _ => None,
         };
-        let mut prepared = environment(&self.profile_path, &self.profile, &self.env);
+        // The embedded brain (brain.rs): installed on the first run and started before the session, so
+        // loading shows as start-up progress and the character finds it running.
+        let brain = ModelStore::from_env()
+            .ok()
+            .map(|store| Brain::new(store, Arc::clone(&notify)));
+        if let Some(brain) = &brain {
+            let (profile, env) = (&self.profile, &self.env);
+            brain::prepare(brain, profile, env, &mut install, &mut *self.brain_progress)
+                .await
+                .map_err(StartError::Brain)?;
+        }
+        let connector: Arc<dyn tomo_llm::LlmConnector> = match &brain {
+            Some(brain) => Arc::new(BrainConnector {
+                brain: Arc::clone(brain),
+            }),
+            None => Arc::new(tomo_openai::OpenAiConnector),
+        };
+        let mut prepared =
+            environment_with(&self.profile_path, &self.profile, &self.env, connector);
         prepared.env.extra_hooks.extend(self.extra_hooks);
         let (handle, events) = start_session(self.profile, prepared.env.clone(), sink).await?;
         let ops = handle.sender();
@@ -254,6 +290,7 @@ impl SessionBuilder {
             flags,
             microphone,
             store,
+            brain,
         };
         Ok((running, events_rx))
     }
@@ -313,23 +350,31 @@ async fn follow_events(
     }
 }
 
-/// The model store with what the profile's voice needs, installed on the first run.
-async fn prepare_models(profile: &Profile, install: ModelInstall) -> anyhow::Result<ModelStore> {
+/// The model store with what the profile's voice needs, installed on the first run (`install`: the
+/// progress callback, handed back for the brain's model; `None`: do not install).
+async fn prepare_models(
+    profile: &Profile,
+    install: &mut Option<OnInstall>,
+) -> anyhow::Result<ModelStore> {
     let store = ModelStore::from_env()?;
     {
-        match install {
-            ModelInstall::Install(mut on_event) => {
+        match install.take() {
+            Some(mut on_event) => {
                 let install_store = store.clone();
                 let install_profile = profile.clone();
-                let installed = tokio::task::spawn_blocking(move || {
-                    voice::install_missing(&install_store, &install_profile, &mut *on_event)
+                let (installed, on_event) = tokio::task::spawn_blocking(move || {
+                    let installed =
+                        voice::install_missing(&install_store, &install_profile, &mut *on_event);
+                    (installed, on_event)
                 })
-                .await??;
+                .await?;
+                *install = Some(on_event);
+                let installed = installed?;
                 if !installed.is_empty() {
                     tracing::info!(models = ?installed, root = %store.root.display(), "first run: models installed");
                 }
             }
-            ModelInstall::Require => {
+            None => {
                 let missing = voice::missing_models(&store, profile)?;
                 if !missing.is_empty() {
                     anyhow::bail!(
@@ -398,6 +443,7 @@ pub struct RunningSession {
     pub microphone: Option<String>,
     /// The model store, when the voice models are there.
     pub store: Option<ModelStore>,
+    brain: Option<Arc<Brain>>,
 }
 
 impl RunningSession {
@@ -411,12 +457,21 @@ impl RunningSession {
         &self.flags
     }
 
-    /// The one way to stop: finish the turn's bookkeeping (history flushed), stop the session, and give
-    /// background memory work a bounded moment to finish.
+    /// The embedded brain of this front end (its engine runs while a character uses it).
+    pub fn brain(&self) -> Option<&Arc<Brain>> {
+        self.brain.as_ref()
+    }
+
+    /// The one way to stop: finish the turn's bookkeeping (history flushed), stop the session, give
+    /// background memory work (which may ask the embedded brain) a bounded moment to finish, then stop
+    /// the brain's engine.
     pub async fn shutdown(self) {
         self.ops.send(Op::Shutdown).await.ok();
         drop(self.ops);
         self.handle.join().await;
         let _ = tokio::time::timeout(Duration::from_secs(30), self.prepared.settle()).await;
+        if let Some(brain) = &self.brain {
+            brain.shutdown().await;
+        }
     }
 }

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tomo_config::profile::Profile;
+use tomo_config::profile::{LlmEngine, Profile};
 use tomo_core::session::{Environment, LlmOverrides, default_data_root};
+use tomo_llm::LlmConnector;
 use tomo_memory::MemoryPluginFactory;
 use tomo_plugin_api::PluginFactory;
 use tomo_speech::models::ModelStore;
@@ -38,8 +39,20 @@ impl Prepared {
     }
 }
 
-/// The environment for `profile` (loaded from `profile_path`, which locates its plugins).
+/// The environment for `profile` (loaded from `profile_path`, which locates its plugins), with endpoints
+/// only (no embedded brain: [`environment_with`] adds one).
 pub fn environment(profile_path: &Path, profile: &Profile, options: &EnvOptions) -> Prepared {
+    let connector: Arc<dyn LlmConnector> = Arc::new(tomo_openai::OpenAiConnector);
+    environment_with(profile_path, profile, options, connector)
+}
+
+/// [`environment`] with the program's LLM connector (the builder's also runs the embedded brain).
+pub fn environment_with(
+    profile_path: &Path,
+    profile: &Profile,
+    options: &EnvOptions,
+    llm_connector: Arc<dyn LlmConnector>,
+) -> Prepared {
     let memory = Arc::new(MemoryPluginFactory::new());
     let mut factories: Vec<Arc<dyn PluginFactory>> = vec![
         memory.clone(),
@@ -63,14 +76,16 @@ pub fn environment(profile_path: &Path, profile: &Profile, options: &EnvOptions)
                 .ok()
                 .filter(|k| !k.is_empty()),
             // The key is for the endpoint Tomo starts with; `set_llm` to another host sends it nowhere.
-            api_key_origin: tomo_config::keys::origin(
-                options
-                    .llm_base_url
-                    .as_deref()
-                    .unwrap_or(&profile.llm.base_url),
-            ),
+            // Starting on the embedded brain, it is for no endpoint until a `set_llm` names its variable.
+            api_key_origin: options
+                .llm_base_url
+                .as_deref()
+                .or((profile.llm.engine == LlmEngine::OpenAi)
+                    .then_some(profile.llm.base_url.as_str()))
+                .and_then(tomo_config::keys::origin),
+            engine: None,
         },
-        llm_connector: Arc::new(tomo_openai::OpenAiConnector),
+        llm_connector,
         hook_timeout: Duration::from_secs(5),
         extra_hooks: Vec::new(),
         plugin_factories: factories,

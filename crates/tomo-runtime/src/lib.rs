@@ -4,6 +4,7 @@
 //! factories ([`voice`]), the microphone front end ([`listen`]), and typed [`notices`] for every client.
 
 mod asr_worker;
+pub mod brain;
 pub mod builder;
 pub mod env;
 pub mod flags;
@@ -12,10 +13,11 @@ pub mod notices;
 pub mod paths;
 pub mod voice;
 
+pub use brain::{Brain, BrainProgress, BrainStats};
 pub use builder::{
     Duplex, ModelInstall, RunningSession, SessionBuilder, StartError, VoiceIn, VoiceOut,
 };
-pub use env::{EnvOptions, Prepared, environment};
+pub use env::{EnvOptions, Prepared, environment, environment_with};
 pub use flags::{SessionFlags, VoiceFlags};
 pub use listen::{ListenFlags, Listener, start_listening};
 pub use notices::{Notice, Notify, SessionNotices};

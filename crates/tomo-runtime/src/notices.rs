@@ -24,6 +24,14 @@ impl Notice {
         }
     }
 
+    /// Something stays broken until the user acts ("the embedded brain stopped; restart Tomo").
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            level: NoticeLevel::Error,
+            message: message.into(),
+        }
+    }
+
     /// Good news or a plain fact ("microphone back").
     pub fn info(message: impl Into<String>) -> Self {
         Self {

@@ -8,13 +8,38 @@ use crate::manifest::{PluginManifest, discover_plugins, merge_config};
 
 use super::load::{analyze, is_valid_id};
 
+/// What `tomo profile check` knows beyond the profile and its plugins.
+#[derive(Debug, Clone, Default)]
+pub struct CheckContext {
+    /// The embedded models of the model store's manifest; `None`: the embedded model name is not checked.
+    pub embedded_models: Option<Vec<EmbeddedModelInfo>>,
+}
+
+/// One embedded model the model store knows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddedModelInfo {
+    pub name: String,
+    pub installed: bool,
+}
+
+/// [`check_profile_with`] without a model store: the embedded model name is not checked.
+pub fn check_profile(path: &Path, plugins_dir: &Path) -> Vec<Diagnostic> {
+    check_profile_with(path, plugins_dir, &CheckContext::default())
+}
+
 /// Full check used by `tomo profile check`: the profile parses and validates, every enabled plugin
 /// exists in `plugins_dir` with a loadable manifest, and every `[plugins.<id>]` override names a known
 /// plugin and only keys present in that plugin's `[config]` defaults, with matching types.
 ///
 /// Returns errors and warnings sorted by file and position; an empty list means all is well.
-/// Problems in manifests of plugins this profile does not use are not reported.
-pub fn check_profile(path: &Path, plugins_dir: &Path) -> Vec<Diagnostic> {
+/// Problems in manifests of plugins this profile does not use are not reported. With
+/// `context.embedded_models`, an embedded profile's model must be one of them (an error names them), and
+/// one that is not installed yet is a warning (the first start installs it).
+pub fn check_profile_with(
+    path: &Path,
+    plugins_dir: &Path,
+    context: &CheckContext,
+) -> Vec<Diagnostic> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) => {
@@ -99,6 +124,12 @@ pub fn check_profile(path: &Path, plugins_dir: &Path) -> Vec<Diagnostic> {
         }
     }
 
+    if let (Some(profile), Some(known)) = (&analysis.profile, &context.embedded_models)
+        && let Some(model) = profile.llm.embedded_model()
+    {
+        check_embedded_model(&mut doc, model, known);
+    }
+
     let mut all = doc.into_diagnostics();
     all.extend(extra);
     diagnostic::sort(&mut all);
@@ -111,4 +142,40 @@ pub fn check_profile(path: &Path, plugins_dir: &Path) -> Vec<Diagnostic> {
         .collect();
     all.retain(|d| d.is_error() || !errors.contains(&(d.line, d.column, d.field.clone())));
     all
+}
+
+fn check_embedded_model(doc: &mut diagnostic::Doc<'_>, model: &str, known: &[EmbeddedModelInfo]) {
+    let path = ["llm", "model"];
+    match known.iter().find(|m| m.name == model) {
+        Some(info) if info.installed => {}
+        Some(_) => doc.report(
+            Severity::Warning,
+            &path,
+            Target::Value,
+            format!(
+                "the embedded model `{model}` is not installed yet: the first start installs it, or run \
+                 `tomo models install {model}`"
+            ),
+        ),
+        None => {
+            let list: Vec<String> = known
+                .iter()
+                .map(|m| {
+                    if m.installed {
+                        format!("`{}` (installed)", m.name)
+                    } else {
+                        format!("`{}`", m.name)
+                    }
+                })
+                .collect();
+            let mut message = format!(
+                "no embedded model `{model}`; the embedded models are {}",
+                list.join(", ")
+            );
+            if let Some(hint) = did_you_mean(model, known.iter().map(|m| m.name.as_str())) {
+                message.push_str(&format!(" (did you mean `{hint}`?)"));
+            }
+            doc.report(Severity::Error, &path, Target::Value, message);
+        }
+    }
 }

@@ -124,8 +124,40 @@ fn validate_llm(doc: &mut Doc<'_>, section: &Section<LlmConfig>) {
             ),
         );
     }
-    if section.ok("llm.model") && l.model.trim().is_empty() {
-        error(doc, &["llm", "model"], "must not be empty");
+    let embedded = l.engine == super::LlmEngine::Embedded;
+    if section.ok("llm.model") && !embedded && l.model.trim().is_empty() {
+        let message = if doc.get(&["llm", "model"]).is_some() {
+            "must not be empty"
+        } else if doc.get(&["llm"]).is_none() {
+            "missing required field (the file has no `[llm]` table): add one with `engine = \"embedded\"` \
+             for the brain on this computer, or an endpoint's `model`"
+        } else {
+            "missing required field: name the model as the server knows it (e.g. `model = \"qwen2.5:3b\"`), \
+             or use the brain on this computer with `engine = \"embedded\"`"
+        };
+        error(doc, &["llm", "model"], message);
+    }
+    if embedded {
+        // The embedded brain has its own address and a fresh token per run: these would do nothing.
+        for (key, what) in [
+            (
+                "base_url",
+                "the embedded brain runs on this computer at an address of its own",
+            ),
+            (
+                "api_key_env",
+                "the embedded brain needs no key (it makes a fresh token for every run)",
+            ),
+        ] {
+            if doc.get(&["llm", key]).is_some() {
+                doc.report(
+                    Severity::Warning,
+                    &["llm", key],
+                    Target::Key,
+                    format!("ignored with `engine = \"embedded\"`: {what}"),
+                );
+            }
+        }
     }
     if section.ok("llm.api_key_env")
         && let Some(var) = &l.api_key_env
@@ -145,6 +177,7 @@ fn validate_llm(doc: &mut Doc<'_>, section: &Section<LlmConfig>) {
     }
     if section.ok("llm.api_key_env")
         && section.ok("llm.base_url")
+        && !embedded
         && let Some(var) = &l.api_key_env
         && let Some(problem) = crate::keys::misdirected_key(var, &l.base_url)
     {

@@ -8,7 +8,8 @@
 //! persona = "You are Hana, ..."
 //!
 //! [llm]
-//! model = "qwen2.5:3b"       # everything else has a default
+//! engine = "embedded"        # the brain on this computer (llama.cpp); or "openai" + base_url + model
+//! model = "qwen2.5-coder-1.5b"
 //!
 //! [plugins]
 //! enabled = ["time", "diary"]
@@ -35,7 +36,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use crate::diagnostic::{Diagnostic, Severity};
-pub use check::check_profile;
+pub use check::{CheckContext, EmbeddedModelInfo, check_profile, check_profile_with};
 pub use load::is_valid_id;
 pub use load::{load_profile, parse_profile};
 pub use schema::profile_json_schema;
@@ -88,15 +89,65 @@ pub struct CharacterConfig {
     pub greeting: Option<String>,
 }
 
-/// The OpenAI-compatible chat endpoint.
+/// The embedded model a profile gets when it says `engine = "embedded"` and names none (the manifest's
+/// default LLM; tomo-runtime's tests keep the two in step).
+pub const DEFAULT_EMBEDDED_MODEL: &str = "qwen2.5-coder-1.5b";
+
+/// What thinks for the character.
+///
+/// Without `engine` a profile means an OpenAI-compatible endpoint: every profile written before the
+/// embedded brain existed names one (`base_url`, or Ollama's default URL, and a model such as
+/// `qwen2.5:3b` that is no embedded model), and reading those as embedded would fail on the model name or
+/// silently change what answers. The shipped profiles say `engine = "embedded"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LlmEngine {
+    /// Any OpenAI-compatible chat endpoint (Ollama, LM Studio, llama.cpp's server, a cloud API) at
+    /// `base_url`.
+    #[default]
+    #[serde(
+        alias = "OpenAI",
+        alias = "OpenAi",
+        alias = "OPENAI",
+        alias = "openai-compatible",
+        alias = "endpoint"
+    )]
+    OpenAi,
+    /// The brain that ships with Tomo: llama.cpp on this computer with a model from the model store
+    /// (`model` names it, e.g. `qwen2.5-coder-1.5b`). No server, no key; nothing leaves the machine.
+    #[serde(alias = "Embedded", alias = "EMBEDDED", alias = "llama.cpp")]
+    Embedded,
+}
+
+impl LlmEngine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Embedded => "embedded",
+        }
+    }
+}
+
+/// The language model: the embedded brain, or an OpenAI-compatible chat endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+// An endpoint needs its model's name; the embedded brain has a default.
+#[schemars(extend(
+    "if" = { "properties": { "engine": { "const": "embedded" } }, "required": ["engine"] },
+    "else" = { "required": ["model"] }
+))]
 pub struct LlmConfig {
-    /// Base URL of an OpenAI-compatible API (http or https). Default: a local Ollama.
+    /// `embedded` (the brain on this computer) or `openai` (an OpenAI-compatible endpoint at
+    /// `base_url`). Default: `openai`, what profiles without this key always meant.
+    #[serde(default)]
+    pub engine: LlmEngine,
+    /// Base URL of an OpenAI-compatible API (http or https). Default: a local Ollama. Not used by the
+    /// embedded brain.
     #[serde(default = "default_base_url")]
     #[schemars(regex(pattern = "^https?://"))]
     pub base_url: String,
-    /// Model name as the server knows it, e.g. `qwen2.5:3b`.
-    #[schemars(length(min = 1))]
+    /// Model name as the server knows it, e.g. `qwen2.5:3b`; for the embedded brain, the name of an
+    /// embedded model in the model store (`tomo models list`), default `qwen2.5-coder-1.5b`.
+    #[serde(default)]
     pub model: String,
     /// Name of the environment variable that holds the API key. Never the key itself.
     #[serde(default)]
@@ -133,6 +184,17 @@ pub struct LlmConfig {
     #[serde(default = "default_max_tool_rounds")]
     #[schemars(range(min = 1, max = 6))]
     pub max_tool_rounds: u32,
+}
+
+impl LlmConfig {
+    /// The embedded model this profile asks for, or `None` when it talks to an endpoint.
+    pub fn embedded_model(&self) -> Option<&str> {
+        match self.engine {
+            LlmEngine::OpenAi => None,
+            LlmEngine::Embedded if self.model.trim().is_empty() => Some(DEFAULT_EMBEDDED_MODEL),
+            LlmEngine::Embedded => Some(self.model.trim()),
+        }
+    }
 }
 
 fn default_base_url() -> String {

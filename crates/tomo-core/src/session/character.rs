@@ -9,19 +9,24 @@ use crate::history::{History, HistoryError, HistoryRecord};
 use crate::pipeline::PipelineSettings;
 use crate::plugin_host::{self, PluginProblem};
 use crate::session::compress::Compressor;
+use crate::session::llm_settings::{self, Brain};
 use crate::session::prompt;
-use tomo_config::profile::Profile;
+use tomo_config::profile::{LlmEngine, Profile};
 use tomo_llm::agent::AgentConfig;
 use tomo_llm::tools::ToolRegistry;
-use tomo_llm::{ChatMessage, LlmClient, LlmConnector, LlmEndpoint};
+use tomo_llm::{ChatMessage, EmbeddedRequest, LlmClient, LlmConnector, LlmEndpoint};
 use tomo_plugin_api::hooks::Hook;
 use tomo_plugin_api::scheduler::Scheduler;
 use tomo_plugin_api::sensor::Sensor;
 use tomo_plugin_api::{FactoryContext, PluginFactory};
 
-/// Endpoint settings that win over the profile's (from CLI flags or `TOMO_LLM_*` variables).
+/// Endpoint settings that win over the profile's (from CLI flags or `TOMO_LLM_*` variables, or the
+/// settings' `set_llm`).
 #[derive(Clone, Default)]
 pub struct LlmOverrides {
+    /// `Some(Embedded)`: the embedded brain whatever the profile says (`set_llm`'s embedded preset).
+    /// `None`: a `base_url` here means an endpoint; without one, the profile decides.
+    pub engine: Option<LlmEngine>,
     pub base_url: Option<String>,
     pub model: Option<String>,
     pub api_key: Option<String>,
@@ -32,6 +37,7 @@ pub struct LlmOverrides {
 impl std::fmt::Debug for LlmOverrides {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LlmOverrides")
+            .field("engine", &self.engine)
             .field("base_url", &self.base_url)
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
@@ -90,6 +96,8 @@ impl CharacterError {
 pub struct Character {
     pub profile: Profile,
     pub client: LlmClient,
+    /// Whether `client` is the embedded brain (else an OpenAI-compatible endpoint).
+    pub embedded: bool,
     pub tools: ToolRegistry,
     pub hooks: Vec<Arc<dyn Hook>>,
     pub data_dir: PathBuf,
@@ -117,20 +125,34 @@ impl Character {
         env: &Environment,
     ) -> Result<(Self, Vec<PluginProblem>), CharacterError> {
         let llm = &profile.llm;
-        let base_url = env
-            .llm
-            .base_url
-            .clone()
-            .unwrap_or_else(|| llm.base_url.clone());
-        let api_key = api_key_for(&base_url, &env.llm, llm);
-        let client = env.llm_connector.connect(LlmEndpoint {
-            base_url,
-            model: env.llm.model.clone().unwrap_or_else(|| llm.model.clone()),
-            api_key,
-            temperature: llm.temperature,
-            max_tokens: llm.max_tokens,
-            idle_timeout: Duration::from_secs_f64(llm.request_timeout_secs.max(1.0)),
-        })?;
+        let idle_timeout = Duration::from_secs_f64(llm.request_timeout_secs.max(1.0));
+        let brain = llm_settings::resolve(llm, &env.llm);
+        let embedded = matches!(brain, Brain::Embedded { .. });
+        let client = match brain {
+            // Its own address and a per-run token: no key of the user's goes to it.
+            Brain::Embedded { model } => {
+                env.llm_connector
+                    .connect_embedded(EmbeddedRequest {
+                        model,
+                        temperature: llm.temperature,
+                        max_tokens: llm.max_tokens,
+                        idle_timeout,
+                        prompt_budget: u32::try_from(llm.context_budget_tokens).unwrap_or(u32::MAX),
+                    })
+                    .await?
+            }
+            Brain::Endpoint { base_url, model } => {
+                let api_key = api_key_for(&base_url, &env.llm, llm);
+                env.llm_connector.connect(LlmEndpoint {
+                    base_url,
+                    model,
+                    api_key,
+                    temperature: llm.temperature,
+                    max_tokens: llm.max_tokens,
+                    idle_timeout,
+                })?
+            }
+        };
         let data_dir = character_dir(&env.data_root, &profile.character.agent_id);
         let history = History::open(&data_dir)?;
         let history_skipped_lines = history.skipped_lines;
@@ -174,6 +196,7 @@ impl Character {
             ),
             hook_timeout: env.hook_timeout,
             client,
+            embedded,
             tools: loaded.tools,
             sensors: loaded.sensors,
             schedulers: loaded.schedulers,
@@ -254,6 +277,10 @@ fn api_key_for(
     let origin = tomo_config::keys::origin(base_url)?;
     if overrides.api_key.is_some() && overrides.api_key_origin.as_deref() == Some(origin.as_str()) {
         return overrides.api_key.clone();
+    }
+    // An embedded profile's variable is ignored (the profile check says so): it names no endpoint.
+    if profile.engine == LlmEngine::Embedded {
+        return None;
     }
     let name = profile.api_key_env.as_deref()?;
     if tomo_config::keys::origin(&profile.base_url).as_deref() != Some(origin.as_str()) {

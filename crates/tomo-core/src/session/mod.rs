@@ -3,6 +3,7 @@
 //! and emits every [`Event`] with a per-session sequence number. It also runs the character's sensors
 //! and schedulers (`plugin_tasks.rs`) and decides whether a proactive turn may start (`proactive.rs`).
 
+mod advice;
 mod character;
 pub mod compress;
 pub mod heard;
@@ -13,6 +14,7 @@ mod plugin_tasks;
 mod proactive;
 mod prompt;
 mod turn;
+mod warm;
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -100,9 +102,11 @@ pub async fn start_session(
         push_to_talk: false,
         half_duplex: false,
         observations: VecDeque::new(),
+        warm_up: None,
     };
     coordinator.announce(problems);
     coordinator.start_plugins();
+    coordinator.warm_up();
     let task = tokio::spawn(coordinator.run(ops_rx));
     Ok((SessionHandle { ops: ops_tx, task }, events_rx))
 }
@@ -135,6 +139,8 @@ struct Coordinator {
     half_duplex: bool,
     /// Recent sensor observations, for the next proactive turn.
     observations: VecDeque<Observation>,
+    /// The character's prefix being evaluated ahead of its first turn (`warm.rs`).
+    warm_up: Option<JoinHandle<()>>,
 }
 
 impl Coordinator {
@@ -156,7 +162,23 @@ impl Coordinator {
             }
         }
         self.stop_current_turn().await;
+        if let Some(warm_up) = self.warm_up.take() {
+            warm_up.abort();
+        }
         std::mem::take(&mut self.plugins).stop().await;
+    }
+
+    /// Evaluates the character's persona, tools and history in the engine while nobody speaks, so the
+    /// first turn only evaluates the user's words. A turn that starts meanwhile simply queues behind it in
+    /// the engine (it needs the same prefix); a new character replaces it.
+    fn warm_up(&mut self) {
+        if let Some(previous) = self.warm_up.take() {
+            previous.abort();
+        }
+        let character = Arc::clone(&self.character);
+        self.warm_up = Some(tokio::spawn(async move {
+            warm::next_prefix(&character).await;
+        }));
     }
 
     fn start_plugins(&mut self) {
@@ -343,11 +365,12 @@ impl Coordinator {
                 }
             }
             Op::SetLlm {
+                engine,
                 base_url,
                 model,
                 api_key_env,
             } => {
-                self.set_llm(&base_url, &model, api_key_env.as_deref())
+                self.set_llm(engine, &base_url, &model, api_key_env.as_deref())
                     .await
             }
             Op::Shutdown => {}
@@ -526,10 +549,21 @@ impl Coordinator {
 
     /// The same character on another endpoint: the settings' presets. On any problem the old endpoint
     /// stays and the user is told why.
-    async fn set_llm(&mut self, base_url: &str, model: &str, api_key_env: Option<&str>) {
-        let chosen = llm_settings::choose(base_url, model, api_key_env, &self.env.llm, |name| {
-            std::env::var(name).ok()
-        });
+    async fn set_llm(
+        &mut self,
+        engine: tomo_protocol::LlmEngineKind,
+        base_url: &str,
+        model: &str,
+        api_key_env: Option<&str>,
+    ) {
+        let chosen = llm_settings::choose(
+            engine,
+            base_url,
+            model,
+            api_key_env,
+            &self.env.llm,
+            |name| std::env::var(name).ok(),
+        );
         let (choice, overrides) = match chosen {
             Ok(chosen) => chosen,
             Err(error) => {
@@ -544,16 +578,24 @@ impl Coordinator {
         self.stop_current_turn().await;
         let previous = std::mem::replace(&mut self.env.llm, overrides);
         let profile = self.character.profile.clone();
-        match self.reload(profile, "the new endpoint").await {
+        let label = match choice.engine {
+            tomo_protocol::LlmEngineKind::Embedded => {
+                format!("the embedded brain `{}`", choice.model)
+            }
+            tomo_protocol::LlmEngineKind::OpenAi => choice.base_url.clone(),
+        };
+        match self.reload(profile, &label).await {
             Ok(()) => self.emit(Event::LlmChanged {
-                base_url: choice.base_url,
+                engine: choice.engine,
+                // The embedded brain's address is its engine's, known once it runs.
+                base_url: self.character.client.endpoint().base_url.clone(),
                 model: choice.model,
             }),
             Err(error) => {
                 self.env.llm = previous;
                 self.emit(Event::Error {
                     code: error.code(),
-                    message: format!("cannot use {}: {error}", choice.base_url),
+                    message: format!("cannot use {label}: {error}"),
                     // The previous endpoint stays in use.
                     recoverable: true,
                 });
@@ -579,6 +621,7 @@ impl Coordinator {
         self.character = Arc::new(character);
         self.announce(problems);
         self.start_plugins();
+        self.warm_up();
         Ok(())
     }
 }

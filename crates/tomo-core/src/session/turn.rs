@@ -84,7 +84,7 @@ pub(crate) async fn run_turn(
 }
 
 async fn execute(
-    character: &Character,
+    character: &Arc<Character>,
     sink: &dyn OutputSink,
     input: &TurnInput,
     cancel: &CancellationToken,
@@ -168,11 +168,16 @@ async fn execute(
                 proactive: input.proactive,
             });
             // Folding old turns into the summary runs while the output drains, off the hot path: a new
-            // user message cancels it, and it is retried after the next turn.
+            // user message cancels it, and it is retried after the next turn. Then the next turn's
+            // prefix is warmed (a new summary changes the system prompt).
             let compact = async {
                 tokio::select! {
                     () = cancel.cancelled() => {}
-                    () = character.compact_history(turn_id) => {}
+                    () = character.compact_history(turn_id) => {
+                        // Detached: the turn (and the state's return to Idle) does not wait for it.
+                        let character = Arc::clone(character);
+                        tokio::spawn(async move { super::warm::next_prefix(&character).await });
+                    }
                 }
             };
             let (heard, ()) = tokio::join!(
@@ -233,7 +238,11 @@ async fn execute(
             );
             reporter.event(Event::Error {
                 code: error.code(),
-                message: error.to_string(),
+                message: super::advice::llm_error_message(
+                    &error,
+                    &character.client.endpoint().base_url,
+                    character.embedded,
+                ),
                 // This turn failed; the next one asks the model afresh.
                 recoverable: true,
             });
