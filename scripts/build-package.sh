@@ -32,16 +32,18 @@ if [ "${1:-}" = --debug ]; then
 fi
 
 tomo_build_ui
-# The CLI goes into the package beside the app (deb "files"); its path is only known here.
-cargo build --locked "${cargo_flags[@]}" -p tomo-cli
+# The CLI and the embedded brain's engine go into the package beside the app (deb "files"; the app and
+# the CLI find the engine next to themselves); their paths are only known here.
+cargo build --locked "${cargo_flags[@]}" -p tomo-cli -p tomo-llm-engine
 cli="$CARGO_TARGET_DIR/$profile/tomo"
-extra_config="{\"bundle\":{\"linux\":{\"deb\":{\"files\":{\"/usr/bin/tomo\":\"$cli\"}}}}}"
+engine="$CARGO_TARGET_DIR/$profile/tomo-llm-engine"
+extra_config="{\"bundle\":{\"linux\":{\"deb\":{\"files\":{\"/usr/bin/tomo\":\"$cli\",\"/usr/bin/tomo-llm-engine\":\"$engine\"}}}}}"
 
 # Build, strip (the bundler copies the binary as it is; symbols are half a release binary), then bundle.
 cd src-tauri
 "$cargo_tauri" build "${tauri_flags[@]}" --ci --no-bundle --config "$extra_config" -- --locked
 if [ "$profile" = release ]; then
-    strip --strip-unneeded "$CARGO_TARGET_DIR/release/tomo-desktop" "$cli"
+    strip --strip-unneeded "$CARGO_TARGET_DIR/release/tomo-desktop" "$cli" "$engine"
 fi
 "$cargo_tauri" bundle "${tauri_flags[@]}" --ci --bundles deb --config "$extra_config"
 deb="$(ls -t "$CARGO_TARGET_DIR/$profile/bundle/deb/"*.deb | head -1)"

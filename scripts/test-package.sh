@@ -50,14 +50,14 @@ fail() { echo "FAIL: $*" >&2; echo "--- app log" >&2; cat "${log:-/dev/null}" >&
 dpkg -i "$deb" >/dev/null || fail "dpkg -i $deb failed"
 installed=1
 files="$(dpkg -L tomo)"
-for want in /usr/bin/tomo-desktop /usr/bin/tomo /usr/share/applications/Tomo.desktop \
+for want in /usr/bin/tomo-desktop /usr/bin/tomo /usr/bin/tomo-llm-engine /usr/share/applications/Tomo.desktop \
     /usr/lib/Tomo/profiles/hana.toml /usr/lib/Tomo/plugins/time/plugin.toml; do
     grep -qx "$want" <<<"$files" || fail "the package does not install $want"
 done
 grep -qx 'Name=Tomo' /usr/share/applications/Tomo.desktop || fail "the launcher entry is not named Tomo"
 icon="$(sed -n 's/^Icon=//p' /usr/share/applications/Tomo.desktop)"
 grep -q "/usr/share/icons/hicolor/.*/apps/$icon.png" <<<"$files" || fail "the launcher's icon $icon is not installed"
-echo "ok: dpkg -i installed the app, the CLI, the launcher entry Tomo with its icon, profiles and plugins"
+echo "ok: dpkg -i installed the app, the CLI, the brain's engine, the launcher entry Tomo with its icon, profiles and plugins"
 
 # --- a private desktop, and a user who is not root
 display=":$((90 + RANDOM % 100))"
