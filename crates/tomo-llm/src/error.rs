@@ -16,6 +16,9 @@ pub enum LlmError {
     Timeout(std::time::Duration),
     #[error("invalid LLM configuration: {0}")]
     Config(String),
+    /// The turn streamed for longer, or more, than a turn may (a server that never stops).
+    #[error("the answer was cut off: {0}")]
+    TurnLimit(String),
     #[error("cancelled")]
     Cancelled,
 }
@@ -30,7 +33,30 @@ impl LlmError {
             Self::Timeout(_) => true,
             Self::Malformed(_) => false,
             Self::Config(_) => false,
+            // The next attempt would stream just as long.
+            Self::TurnLimit(_) => false,
             Self::Cancelled => false,
+        }
+    }
+
+    /// The same error with `secrets` replaced in every text it carries (a server may echo the key).
+    pub fn redacted(self, secrets: &[&str]) -> Self {
+        let r = |text: String| crate::redact::redact(&text, secrets);
+        match self {
+            Self::Unreachable { url, message } => Self::Unreachable {
+                url: r(url),
+                message: r(message),
+            },
+            Self::Http { status, message } => Self::Http {
+                status,
+                message: r(message),
+            },
+            Self::Stream(message) => Self::Stream(r(message)),
+            Self::Malformed(message) => Self::Malformed(r(message)),
+            Self::Config(message) => Self::Config(r(message)),
+            Self::TurnLimit(message) => Self::TurnLimit(r(message)),
+            Self::Timeout(after) => Self::Timeout(after),
+            Self::Cancelled => Self::Cancelled,
         }
     }
 
@@ -38,7 +64,7 @@ impl LlmError {
         match self {
             Self::Unreachable { .. } | Self::Timeout(_) => ErrorCode::LlmUnreachable,
             Self::Http { .. } => ErrorCode::LlmHttp,
-            Self::Stream(_) | Self::Cancelled => ErrorCode::LlmStream,
+            Self::Stream(_) | Self::TurnLimit(_) | Self::Cancelled => ErrorCode::LlmStream,
             Self::Malformed(_) => ErrorCode::LlmMalformed,
             Self::Config(_) => ErrorCode::Profile,
         }

@@ -15,7 +15,7 @@ use super::load::{analyze, is_valid_id};
 /// Returns errors and warnings sorted by file and position; an empty list means all is well.
 /// Problems in manifests of plugins this profile does not use are not reported.
 pub fn check_profile(path: &Path, plugins_dir: &Path) -> Vec<Diagnostic> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::diagnostic::read_config_file(path) {
         Ok(text) => text,
         Err(e) => {
             return vec![Diagnostic::unlocated(

@@ -30,6 +30,50 @@ pub(super) enum RoundError {
     },
 }
 
+/// What is left of the turn's streaming bounds ([`AgentConfig::max_turn_duration`] and
+/// [`AgentConfig::max_turn_bytes`]).
+pub(super) struct TurnBudget {
+    deadline: tokio::time::Instant,
+    bytes_left: usize,
+    config_duration: std::time::Duration,
+    config_bytes: usize,
+}
+
+impl TurnBudget {
+    pub(super) fn new(config: &AgentConfig) -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            // A duration too big to add means no bound in practice.
+            deadline: now
+                .checked_add(config.max_turn_duration)
+                .unwrap_or(now + std::time::Duration::from_secs(86_400 * 365)),
+            bytes_left: config.max_turn_bytes,
+            config_duration: config.max_turn_duration,
+            config_bytes: config.max_turn_bytes,
+        }
+    }
+
+    fn spend(&mut self, bytes: usize) -> Result<(), LlmError> {
+        match self.bytes_left.checked_sub(bytes) {
+            Some(left) => {
+                self.bytes_left = left;
+                Ok(())
+            }
+            None => Err(LlmError::TurnLimit(format!(
+                "the model streamed more than {} bytes in one turn",
+                self.config_bytes
+            ))),
+        }
+    }
+
+    fn expired(&self) -> LlmError {
+        LlmError::TurnLimit(format!(
+            "the model streamed for more than {:.0?} in one turn",
+            self.config_duration
+        ))
+    }
+}
+
 /// Streams one request. Text and reasoning are forwarded as they arrive. A failure before anything was
 /// forwarded is retried (if retryable) with exponential backoff; after that, retrying would repeat words.
 pub(super) async fn stream_round(
@@ -40,6 +84,7 @@ pub(super) async fn stream_round(
     round: u32,
     cancel: &CancellationToken,
     items: &mpsc::Sender<TurnItem>,
+    budget: &mut TurnBudget,
 ) -> Result<StreamedRound, RoundError> {
     let mut attempt = 0;
     loop {
@@ -55,6 +100,7 @@ pub(super) async fn stream_round(
             &mut text,
             &mut assembler,
             &mut forwarded_anything,
+            budget,
         )
         .await;
         match result {
@@ -110,6 +156,7 @@ async fn stream_once(
     text: &mut String,
     assembler: &mut ToolCallAssembler,
     forwarded_anything: &mut bool,
+    budget: &mut TurnBudget,
 ) -> Result<(), RoundError> {
     let cancelled = || RoundError::Cancelled {
         partial_text: String::new(),
@@ -118,13 +165,16 @@ async fn stream_once(
         error,
         partial_text: String::new(),
     };
+    let deadline = budget.deadline;
     let mut stream: LlmStream = tokio::select! {
         () = cancel.cancelled() => return Err(cancelled()),
+        () = tokio::time::sleep_until(deadline) => return Err(llm(budget.expired())),
         started = client.stream_chat(messages, tools) => started.map_err(llm)?,
     };
     loop {
         let next = tokio::select! {
             () = cancel.cancelled() => return Err(cancelled()),
+            () = tokio::time::sleep_until(deadline) => return Err(llm(budget.expired())),
             next = stream.next() => next,
         };
         let event = match next {
@@ -132,6 +182,19 @@ async fn stream_once(
             Some(Err(error)) => return Err(llm(error)),
             Some(Ok(event)) => event,
         };
+        let size = match &event {
+            LlmEvent::Text(delta) | LlmEvent::Reasoning(delta) => delta.len(),
+            LlmEvent::ToolCall(fragment) => {
+                let arguments = match &fragment.arguments {
+                    Some(Value::String(text)) => text.len(),
+                    Some(other) => other.to_string().len(),
+                    None => 0,
+                };
+                arguments + fragment.name.as_ref().map_or(0, String::len)
+            }
+            LlmEvent::Finish(_) | LlmEvent::Usage(_) => 0,
+        };
+        budget.spend(size).map_err(llm)?;
         match event {
             LlmEvent::Text(delta) => {
                 text.push_str(&delta);
