@@ -38,6 +38,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let (session, mut events) = SessionBuilder::new(&args.profile, profile)
         .env(args.session.env_options())
+        .ask_about_commands_on_terminal()
         .voice_out(VoiceOut::Speakers {
             workers: args.tts_workers,
         })

@@ -89,7 +89,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Refuse an unsafe bind before the session touches memory, plugins or the LLM.
     config.check()?;
     // What goes wrong with the microphone or the speakers is told to the clients (as `notice` events).
-    let mut builder = SessionBuilder::new(&args.profile, profile).env(args.session.env_options());
+    let mut builder = SessionBuilder::new(&args.profile, profile)
+        .env(args.session.env_options())
+        .ask_about_commands_on_terminal();
     if !args.voice.text {
         builder = builder
             .voice_out(VoiceOut::Speakers {

@@ -71,6 +71,7 @@ pub struct SessionBuilder {
     notices: SessionNotices,
     extra_hooks: Vec<Arc<dyn Hook>>,
     flags: ListenFlags,
+    ask_on_terminal: bool,
 }
 
 impl SessionBuilder {
@@ -86,7 +87,16 @@ impl SessionBuilder {
             notices: SessionNotices::new(),
             extra_hooks: Vec::new(),
             flags: ListenFlags::default(),
+            ask_on_terminal: false,
         }
+    }
+
+    /// Before the session starts, ask y/N on the terminal about each program the profile's plugins
+    /// would run for the first time (`tomo chat|run|serve`). Without a terminal, or for what is not
+    /// answered here, the session asks its clients (`approval_requested`).
+    pub fn ask_about_commands_on_terminal(mut self) -> Self {
+        self.ask_on_terminal = true;
+        self
     }
 
     /// Share the microphone's switches with the front end (the desktop tray reads the mute state).
@@ -166,6 +176,26 @@ impl SessionBuilder {
             _ => None,
         };
         let input_device = self.profile.asr.input_device.clone();
+        if self.ask_on_terminal {
+            let (path, profile, options) = (
+                self.profile_path.clone(),
+                self.profile.clone(),
+                self.env.clone(),
+            );
+            let asked = tokio::task::spawn_blocking(move || {
+                let commands = crate::trust::profile_commands(&path, &profile, &options)
+                    .map_err(|e| e.to_string())?;
+                crate::trust::ask_on_terminal(&commands, &crate::trust::trust_store(&options))
+                    .map_err(|e| e.to_string())
+            })
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+            if let Err(error) = asked {
+                notify(Notice::warning(format!(
+                    "cannot ask about the plugins' commands ({error}); the session asks instead"
+                )));
+            }
+        }
         let mut prepared = environment(&self.profile_path, &self.profile, &self.env);
         prepared.env.extra_hooks.extend(self.extra_hooks);
         let (handle, events) = start_session(self.profile, prepared.env.clone(), sink).await?;

@@ -9,6 +9,7 @@ pub mod flags;
 pub mod listen;
 pub mod notices;
 pub mod paths;
+pub mod trust;
 pub mod voice;
 
 pub use builder::{ModelInstall, RunningSession, SessionBuilder, StartError, VoiceIn, VoiceOut};
