@@ -40,11 +40,16 @@ pub fn run(command: PluginsCommand) -> anyhow::Result<ExitCode> {
     let dir = match (&options.plugins_dir, &args.profile) {
         (Some(dir), _) => dir.clone(),
         (None, Some(profile)) => plugins_dir_for(profile, None),
-        (None, None) => anyhow::bail!("say where the plugin is: --profile <profile.toml> or --plugins-dir <dir>"),
+        (None, None) => anyhow::bail!(
+            "say where the plugin is: --profile <profile.toml> or --plugins-dir <dir>"
+        ),
     };
     let manifest = load_manifest(&dir.join(&args.id).join("plugin.toml"))?;
     let Some(command) = McpCommand::of(&manifest) else {
-        anyhow::bail!("plugin `{}` runs no program (it has no [mcp] section): nothing to allow", args.id);
+        anyhow::bail!(
+            "plugin `{}` runs no program (it has no [mcp] section): nothing to allow",
+            args.id
+        );
     };
     trust_store(&options).remember(&command, decision)?;
     let verdict = match decision {

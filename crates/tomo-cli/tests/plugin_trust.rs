@@ -76,9 +76,12 @@ fn downloaded(root: &Path) -> (PathBuf, PathBuf) {
 
 #[tokio::test]
 async fn a_downloaded_plugin_runs_nothing_until_allowed_and_never_sees_the_keys() {
-    let llm = ScriptedServer::start(vec![script::text_reply("Hello."), script::text_reply("Hi.")])
-        .await
-        .unwrap();
+    let llm = ScriptedServer::start(vec![
+        script::text_reply("Hello."),
+        script::text_reply("Hi."),
+    ])
+    .await
+    .unwrap();
     let root = tempfile::tempdir().unwrap();
     let data = root.path().join("data");
     let (profile, dump) = downloaded(root.path());
@@ -101,9 +104,16 @@ async fn a_downloaded_plugin_runs_nothing_until_allowed_and_never_sees_the_keys(
         .arg(&profile))
     .await;
     assert_eq!(chat.code, Some(0), "{}\n{}", chat.stdout, chat.stderr);
-    assert!(chat.stdout.contains("\"approval_requested\""), "{}", chat.stdout);
+    assert!(
+        chat.stdout.contains("\"approval_requested\""),
+        "{}",
+        chat.stdout
+    );
     assert!(chat.stdout.contains("\"run_command\""), "{}", chat.stdout);
-    assert!(!dump.exists(), "the plugin's program ran without the user's yes");
+    assert!(
+        !dump.exists(),
+        "the plugin's program ran without the user's yes"
+    );
 
     // Allowed without a prompt (scripts, services), then it runs — with a cleared environment.
     let trust = run(tomo(&data, &llm.base_url())
@@ -122,14 +132,21 @@ async fn a_downloaded_plugin_runs_nothing_until_allowed_and_never_sees_the_keys(
         .arg(&profile))
     .await;
     assert_eq!(chat.code, Some(0), "{}\n{}", chat.stdout, chat.stderr);
-    assert!(!chat.stdout.contains("\"approval_requested\""), "{}", chat.stdout);
+    assert!(
+        !chat.stdout.contains("\"approval_requested\""),
+        "{}",
+        chat.stdout
+    );
     let seen = std::fs::read_to_string(&dump).expect("the allowed program ran");
     assert!(seen.contains("LOG=warn"), "{seen}");
     assert!(seen.lines().any(|l| l.starts_with("PATH=")), "{seen}");
     for secret in [USER_KEY, OPENAI_KEY] {
         assert!(!seen.contains(secret), "the plugin saw a key:\n{seen}");
     }
-    assert!(!seen.contains("TOMO_LLM_API_KEY") && !seen.contains("OPENAI_API_KEY"), "{seen}");
+    assert!(
+        !seen.contains("TOMO_LLM_API_KEY") && !seen.contains("OPENAI_API_KEY"),
+        "{seen}"
+    );
     assert!(!seen.contains("TOMO_DATA_DIR"), "{seen}");
     // The trust file is the user's alone.
     #[cfg(unix)]

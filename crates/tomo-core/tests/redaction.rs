@@ -70,7 +70,12 @@ async fn echoed_keys_are_redacted_from_every_event() {
         })
         .collect();
     assert!(texts.iter().any(|t| t.contains("HTTP 401")), "{texts:#?}");
-    assert!(texts.iter().any(|t| t.contains("token [redacted] was refused")), "{texts:#?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("token [redacted] was refused")),
+        "{texts:#?}"
+    );
     let all = serde_json::to_string(&seen).unwrap();
     assert!(!all.contains(KEY), "{all}");
 }

@@ -115,11 +115,14 @@ where
             return futures::future::ready(None);
         }
         let item = chunk.map_err(std::io::Error::other).and_then(|chunk| {
-            counter.feed(&chunk, limits).map(|()| chunk).map_err(|reason| {
-                tracing::warn!(%reason, "LLM response cut off");
-                cut.set(reason.clone());
-                std::io::Error::other(reason)
-            })
+            counter
+                .feed(&chunk, limits)
+                .map(|()| chunk)
+                .map_err(|reason| {
+                    tracing::warn!(%reason, "LLM response cut off");
+                    cut.set(reason.clone());
+                    std::io::Error::other(reason)
+                })
         });
         *failed = item.is_err();
         futures::future::ready(Some(item))

@@ -69,7 +69,10 @@ async fn a_line_that_never_ends_is_cut_off() {
     let url = serve(|mut socket| {
         Box::pin(async move {
             socket.write_all(SSE_HEAD).await.ok();
-            socket.write_all(b"data: {\"choices\":[{\"delta\":{\"content\":\"").await.ok();
+            socket
+                .write_all(b"data: {\"choices\":[{\"delta\":{\"content\":\"")
+                .await
+                .ok();
             let filler = vec![b'a'; 64 * 1024];
             // Bounded: 64 MiB at most, far past the cap, so a client without one would not stop early.
             for _ in 0..1024 {

@@ -152,11 +152,16 @@ impl TrustStore {
     }
 
     /// Keeps `decision` for `command` (replacing an earlier answer).
-    pub fn remember(&self, command: &McpCommand, decision: TrustDecision) -> Result<(), TrustError> {
+    pub fn remember(
+        &self,
+        command: &McpCommand,
+        decision: TrustDecision,
+    ) -> Result<(), TrustError> {
         let mut file = self.read()?;
         let fingerprint = command.fingerprint();
         file.version = 1;
-        file.commands.retain(|entry| entry.fingerprint != fingerprint);
+        file.commands
+            .retain(|entry| entry.fingerprint != fingerprint);
         file.commands.push(Entry {
             fingerprint,
             decision,
@@ -223,17 +228,18 @@ mod tests {
         let calc = command(&["-y", "calc-server"], &["LOG"]);
         assert_eq!(store.decision(&calc).unwrap(), None);
         store.remember(&calc, TrustDecision::Allowed).unwrap();
-        assert_eq!(
-            store.decision(&calc).unwrap(),
-            Some(TrustDecision::Allowed)
-        );
+        assert_eq!(store.decision(&calc).unwrap(), Some(TrustDecision::Allowed));
         // Another argument, another variable: asked again.
         assert_eq!(
-            store.decision(&command(&["-y", "evil-server"], &["LOG"])).unwrap(),
+            store
+                .decision(&command(&["-y", "evil-server"], &["LOG"]))
+                .unwrap(),
             None
         );
         assert_eq!(
-            store.decision(&command(&["-y", "calc-server"], &["LOG", "OPENAI_API_KEY"])).unwrap(),
+            store
+                .decision(&command(&["-y", "calc-server"], &["LOG", "OPENAI_API_KEY"]))
+                .unwrap(),
             None
         );
         store.remember(&calc, TrustDecision::Denied).unwrap();
@@ -241,7 +247,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(store.path()).unwrap().permissions().mode();
+            let mode = std::fs::metadata(store.path())
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
         let text = std::fs::read_to_string(store.path()).unwrap();

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use std::time::Duration;
 
-use tomo_config::profile::parse_profile;
 use tomo_config::manifest::discover_plugins;
+use tomo_config::profile::parse_profile;
 use tomo_core::plugin_host::{LoadedPlugins, PluginGate, load_plugins};
 use tomo_llm::LlmEndpoint;
 use tomo_plugin_api::FactoryContext;
@@ -205,7 +205,11 @@ async fn a_command_runs_only_once_the_user_allowed_exactly_it() {
     assert_eq!(loaded.pending.len(), 1);
     let command = loaded.pending[0].clone();
     assert_eq!(command.plugin, "notes");
-    assert!(command.command_line().starts_with("sh -c 'touch "), "{}", command.command_line());
+    assert!(
+        command.command_line().starts_with("sh -c 'touch "),
+        "{}",
+        command.command_line()
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!ran.exists(), "an unapproved command ran");
 
@@ -213,7 +217,9 @@ async fn a_command_runs_only_once_the_user_allowed_exactly_it() {
     let loaded = load_with("\"notes\"", "", dir.path(), store.clone()).await;
     assert!(loaded.pending.is_empty());
     assert!(
-        loaded.problems[0].message.contains("tomo plugins trust notes"),
+        loaded.problems[0]
+            .message
+            .contains("tomo plugins trust notes"),
         "{:?}",
         loaded.problems
     );

@@ -435,10 +435,16 @@ pub enum Event {
         state: PluginState,
     },
     /// The user is asked to allow something; answer with the `approve` op and this `id`.
-    ApprovalRequested { id: u64, request: ApprovalRequest },
+    ApprovalRequested {
+        id: u64,
+        request: ApprovalRequest,
+    },
     /// Request `id` was answered (by any client, the terminal, or a timeout): every client drops its
     /// prompt.
-    ApprovalResolved { id: u64, allowed: bool },
+    ApprovalResolved {
+        id: u64,
+        allowed: bool,
+    },
 }
 
 /// What a plugin reports about itself for the UI: a short label and an optional level, e.g.

@@ -34,7 +34,8 @@ fn development_plugins() -> Option<PathBuf> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = repo.join("plugins");
     // The shipped `time` manifest marks the repository's folder (not just any `plugins/`).
-    dir.join("time").join("plugin.toml")
+    dir.join("time")
+        .join("plugin.toml")
         .is_file()
         .then(|| dir.canonicalize().unwrap_or(dir))
 }

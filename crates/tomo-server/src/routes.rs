@@ -18,8 +18,9 @@ use crate::{AppState, auth, profiles, ws};
 /// `primary` (then `secondary` for what it lacks) through `ServeDir`, behind the static guard.
 fn static_files(primary: &Path, secondary: Option<PathBuf>) -> Router {
     let service = match &secondary {
-        Some(second) => Router::new()
-            .fallback_service(ServeDir::new(primary).fallback(ServeDir::new(second))),
+        Some(second) => {
+            Router::new().fallback_service(ServeDir::new(primary).fallback(ServeDir::new(second)))
+        }
         None => Router::new().fallback_service(ServeDir::new(primary)),
     };
     let roots: Vec<PathBuf> = std::iter::once(primary.to_path_buf())
@@ -43,10 +44,9 @@ pub(crate) fn router(
     // The user's models first, then the ones bundled with the UI (ServeDir refuses `..` in both; the
     // static guard refuses dotfiles and links out of either).
     let routes = match (models_dir, ui_dir) {
-        (Some(models), Some(ui)) => routes.nest_service(
-            "/live2d",
-            static_files(models, Some(ui.join("live2d"))),
-        ),
+        (Some(models), Some(ui)) => {
+            routes.nest_service("/live2d", static_files(models, Some(ui.join("live2d"))))
+        }
         (Some(models), None) => routes.nest_service("/live2d", static_files(models, None)),
         (None, _) => routes,
     };

@@ -109,8 +109,14 @@ async fn half_open_connections_are_capped_and_timed_out() {
         .write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         .await
         .unwrap();
-    let answer = closed_within(&mut fresh, Duration::from_secs(20)).await.unwrap();
-    assert!(answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+    let answer = closed_within(&mut fresh, Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
     server.shutdown().await.unwrap();
 }
 
@@ -170,7 +176,10 @@ async fn pages_cannot_be_framed_and_only_real_files_inside_are_served() {
     let csp = headers["content-security-policy"].to_str().unwrap();
     assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
     // The Cubism 4 core compiles WebAssembly: the UI keeps working.
-    assert!(csp.contains("script-src 'self' 'wasm-unsafe-eval'"), "{csp}");
+    assert!(
+        csp.contains("script-src 'self' 'wasm-unsafe-eval'"),
+        "{csp}"
+    );
     assert_eq!(index.text().await.unwrap(), "<h1>Tomo</h1>");
     let app = reqwest::get(format!("{base}/assets/app.js")).await.unwrap();
     assert_eq!(app.status().as_u16(), 200);
@@ -189,6 +198,9 @@ async fn pages_cannot_be_framed_and_only_real_files_inside_are_served() {
         let response = reqwest::get(format!("{base}{path}")).await.unwrap();
         assert_eq!(response.status().as_u16(), 404, "{path}");
         let body = response.text().await.unwrap();
-        assert!(!body.contains("PRIVATE KEY") && !body.contains("sk-x"), "{path}: {body}");
+        assert!(
+            !body.contains("PRIVATE KEY") && !body.contains("sk-x"),
+            "{path}: {body}"
+        );
     }
 }

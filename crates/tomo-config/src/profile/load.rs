@@ -6,9 +6,8 @@ use std::path::Path;
 use crate::diagnostic::{Diagnostic, Doc, Section, Severity, Target};
 
 use super::{
-    MAX_REQUEST_TIMEOUT_SECS,
-    AsrConfig, CharacterConfig, Live2dConfig, LlmConfig, LoadedProfile, PluginsConfig, Profile,
-    ProfileError, TtsConfig, profile_json_schema,
+    AsrConfig, CharacterConfig, Live2dConfig, LlmConfig, LoadedProfile, MAX_REQUEST_TIMEOUT_SECS,
+    PluginsConfig, Profile, ProfileError, TtsConfig, profile_json_schema,
 };
 
 /// Reads and parses the profile at `path`.

@@ -500,7 +500,11 @@ fn huge_durations_are_refused_with_their_place() {
     );
     let d = invalid(parse(&text));
     assert_eq!(places(&d), [(Error, 8, 24, "llm.request_timeout_secs")]);
-    assert!(d[0].message.contains("found 100000000000000000000"), "{}", d[0].message);
+    assert!(
+        d[0].message.contains("found 100000000000000000000"),
+        "{}",
+        d[0].message
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("p.toml");

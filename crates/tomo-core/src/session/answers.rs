@@ -8,6 +8,26 @@ use super::Coordinator;
 use super::approvals::{Open, ToolQuestion};
 
 impl Coordinator {
+    /// The character's commands nobody answered for yet: one question each (not again while open).
+    pub(super) fn ask_about_commands(&mut self) {
+        for command in self.character.pending_commands.clone() {
+            if self.questions.asks_about(&command) {
+                continue;
+            }
+            let request = super::approvals::command_request(&command);
+            let id = self.questions.open(Open::Command(command));
+            self.emit(Event::ApprovalRequested { id, request });
+        }
+    }
+
+    /// The keys of the current character's endpoint and environment, which no event may carry.
+    pub(super) fn refresh_secrets(&mut self) {
+        self.secrets = super::redaction::session_secrets(
+            self.env.llm.api_key.as_deref(),
+            self.character.profile.llm.api_key_env.as_deref(),
+        );
+    }
+
     /// A `confirm = true` tool wants to run: show the question to every client.
     pub(super) fn ask_about_tool(&mut self, question: ToolQuestion) {
         let id = self.questions.open(Open::Tool(question.reply));

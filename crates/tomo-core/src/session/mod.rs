@@ -24,10 +24,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use approvals::Approvals;
 pub use character::{
     Character, CharacterError, Environment, LlmOverrides, character_dir, default_data_root,
 };
-pub use approvals::Approvals;
 pub use hooks::HookFailure;
 
 use crate::plugin_host::PluginProblem;
@@ -250,13 +250,6 @@ impl Coordinator {
         }
     }
 
-    fn refresh_secrets(&mut self) {
-        self.secrets = redaction::session_secrets(
-            self.env.llm.api_key.as_deref(),
-            self.character.profile.llm.api_key_env.as_deref(),
-        );
-    }
-
     fn send(&mut self, event: Event) {
         let event = redaction::redact_event(event, &self.secrets);
         self.seq += 1;
@@ -289,14 +282,7 @@ impl Coordinator {
                 ),
             });
         }
-        for command in self.character.pending_commands.clone() {
-            if self.questions.asks_about(&command) {
-                continue;
-            }
-            let request = approvals::command_request(&command);
-            let id = self.questions.open(approvals::Open::Command(command));
-            self.emit(Event::ApprovalRequested { id, request });
-        }
+        self.ask_about_commands();
         let ready = Event::SessionReady {
             character: self.character.name().to_owned(),
             agent_id: self.character.agent_id().to_owned(),

@@ -138,7 +138,10 @@ async fn execute(
         offline_tools = character.tools.filtered(|spec| !spec.egress);
         let withheld = character.tools.names().len() - offline_tools.names().len();
         if withheld > 0 {
-            tracing::info!(withheld, "screen text in context: tools that send data out are withheld");
+            tracing::info!(
+                withheld,
+                "screen text in context: tools that send data out are withheld"
+            );
         }
         &offline_tools
     } else {
