@@ -16,7 +16,7 @@ fn record(turn_id: u64, text: &str) -> HistoryRecord {
         at: Utc
             .timestamp_opt(1_800_000_000 + turn_id as i64, 0)
             .unwrap(),
-        message: if turn_id % 2 == 0 {
+        message: if turn_id.is_multiple_of(2) {
             ChatMessage::assistant(text)
         } else {
             ChatMessage::user(text)

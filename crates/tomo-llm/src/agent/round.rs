@@ -76,6 +76,7 @@ impl TurnBudget {
 
 /// Streams one request. Text and reasoning are forwarded as they arrive. A failure before anything was
 /// forwarded is retried (if retryable) with exponential backoff; after that, retrying would repeat words.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn stream_round(
     client: &LlmClient,
     messages: &[ChatMessage],
