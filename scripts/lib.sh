@@ -16,7 +16,9 @@ if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 # libxdo. A private X desktop for tests: Xvfb, openbox, xcompmgr (transparency needs a compositor),
 # ImageMagick (windows showing text, screenshots), xdotool, x11-utils (xdpyinfo, xprop), x11-xserver-utils
 # (xsetroot), fonts-wqy-zenhei (Chinese text for OCR), dbus-x11 (the tray's session bus under Xvfb), python3-gi
-# (scripts/tray-host.py: a StatusNotifier tray host that clicks the tray menu in the desktop test).
+# (scripts/tray-host.py: a StatusNotifier tray host that clicks the tray menu in the desktop test), libgtk-3-bin
+# (gtk-launch: the package test starts the app from its installed launcher entry).
+# mecab + mecab-ipadic-utf8: word pronunciations for Kokoro's Japanese voices.
 TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 python3-venv cmake clang libclang-dev
     libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox chromium
     libxcb1-dev libxrandr-dev libxcb-randr0-dev libxcb-shm0-dev libpipewire-0.3-dev libwayland-dev libegl-dev
@@ -24,7 +26,7 @@ TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 pytho
     libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev librsvg2-dev
     libayatana-appindicator3-dev libxdo-dev
     xvfb xauth openbox xcompmgr imagemagick xdotool x11-utils x11-xserver-utils fonts-wqy-zenhei dbus-x11
-    python3-gi)
+    python3-gi libgtk-3-bin mecab mecab-ipadic-utf8)
 
 tomo_install_system_packages() {
     local missing=()

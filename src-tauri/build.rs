@@ -12,6 +12,9 @@ const COMMANDS: &[&str] = &[
     "pet_mode",
     "set_hit_region",
     "quit",
+    "startup_status",
+    "autostart_enabled",
+    "set_autostart",
 ];
 
 fn main() {

@@ -19,8 +19,16 @@ pub fn builder() -> Builder<tauri::Wry> {
             commands::pet_mode,
             commands::set_hit_region,
             commands::quit,
+            // Packaging (issue 15): startup status in the window, "Start with my desktop".
+            crate::startup::startup_status,
+            crate::autostart::autostart_enabled,
+            crate::autostart::set_autostart,
         ])
-        .events(collect_events![SessionEvent, PetModeChanged])
+        .events(collect_events![
+            SessionEvent,
+            PetModeChanged,
+            crate::startup::StartupChanged
+        ])
         // Not sent over IPC, but part of the protocol the UI speaks to `tomo serve`: the bindings are its
         // only TypeScript definition.
         .typ::<tomo_protocol::ServerFrame>()

@@ -23,7 +23,12 @@ pub async fn send_op(state: State<'_, AppState>, op: Op) -> Result<(), String> {
 /// What the UI and the tray may send: `tomo serve`'s client policy (no `shutdown`, profiles only from
 /// the profiles directory, resolved to an absolute path there).
 pub fn checked_op(state: &AppState, op: Op) -> Result<Op, String> {
-    state.policy.check(op).map_err(|e| e.to_string())
+    // Packaging: `switch_profile` is checked against the folder (bundled or the user's) that holds it.
+    state
+        .profiles
+        .policy_for(&op)
+        .check(op)
+        .map_err(|e| e.to_string())
 }
 
 /// Every kept session event after `last_seq` (0: from the start): what a reloaded webview missed.
@@ -36,7 +41,7 @@ pub fn events_since(state: State<'_, AppState>, last_seq: u64) -> EventsSince {
 #[tauri::command]
 #[specta::specta]
 pub fn list_profiles(state: State<'_, AppState>) -> Vec<ProfileInfo> {
-    tomo_server::profiles::list(&state.profiles_dir)
+    state.profiles.list()
 }
 
 #[tauri::command]

@@ -9,8 +9,8 @@ use tauri::{AppHandle, Manager};
 use tauri_specta::Event as _;
 use tomo_config::profile::load_profile;
 use tomo_protocol::Event;
-use tomo_runtime::{EnvOptions, ModelInstall, SessionBuilder, VoiceFlags, VoiceIn, VoiceOut};
-use tomo_speech::models::InstallEvent;
+use tomo_runtime::{EnvOptions, ModelInstall, SessionBuilder, VoiceFlags};
+use tomo_speech::models::{InstallEvent, ModelStore};
 
 use crate::events::SessionEvent;
 use crate::state::AppState;
@@ -32,20 +32,13 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
         tracing::warn!("{warning}");
     }
     let flags = app.state::<AppState>().listen.clone();
-    let mut builder = SessionBuilder::new(&options.profile, loaded.profile)
+    let (session, mut events) = SessionBuilder::new(&options.profile, loaded.profile)
         .env(options.env)
-        .listen_flags(flags);
-    if !options.voice.text {
-        builder = builder
-            .voice_out(VoiceOut::Speakers {
-                workers: options.voice.tts_workers,
-            })
-            .voice_in(VoiceIn::Microphone {
-                barge_in: options.voice.barge_in,
-            })
-            .install(ModelInstall::Install(Box::new(log_install)));
-    }
-    let (session, mut events) = builder.start().await?;
+        .listen_flags(flags)
+        .voice(&options.voice, install_progress(&app, &options.profile))
+        .start()
+        .await?;
+    crate::startup::set(&app, crate::startup::Startup::Ready);
     if let Some(device) = &session.microphone {
         tracing::info!(%device, "listening");
     }
@@ -86,9 +79,22 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
     Ok(())
 }
 
-/// First-run model install, in the log (per-chunk download progress is too chatty for it).
-fn log_install(event: InstallEvent) {
-    if !matches!(event, InstallEvent::Downloading { .. }) {
-        tracing::info!(?event, "model install");
-    }
+/// First-run model install, shown in the window (startup.rs) and in the log (per-chunk download
+/// progress is too chatty for it).
+fn install_progress(app: &AppHandle, profile_path: &std::path::Path) -> ModelInstall {
+    let missing = ModelStore::from_env().ok().and_then(|store| {
+        let profile = load_profile(profile_path).ok()?.profile;
+        let missing = tomo_runtime::voice::missing_models(&store, &profile).ok()?;
+        (!missing.is_empty()).then(|| crate::startup::install_message(&store, &missing))
+    });
+    let mut progress =
+        missing.map(|message| crate::startup::InstallProgress::new(app.clone(), message));
+    ModelInstall::Install(Box::new(move |event: InstallEvent| {
+        if !matches!(event, InstallEvent::Downloading { .. }) {
+            tracing::info!(?event, "model install");
+        }
+        if let Some(progress) = progress.as_mut() {
+            progress.on_event(&event);
+        }
+    }))
 }

@@ -8,11 +8,10 @@ use tokio::sync::mpsc;
 use tomo_protocol::Op;
 use tomo_runtime::{ListenFlags, RunningSession};
 
-use tomo_server::ClientOpPolicy;
-
 use crate::config::DesktopConfig;
 use crate::pet::HitRegion;
 use crate::replay::Replay;
+use crate::resources::ProfileDirs;
 
 /// Events kept for a reloading webview (same defaults as `tomo serve`).
 const REPLAY_CAPACITY: usize = 10_000;
@@ -20,10 +19,9 @@ const REPLAY_MAX_BYTES: usize = 32 << 20;
 
 pub struct AppState {
     pub replay: Arc<Replay>,
-    /// Where `switch_profile` may load from and what `list_profiles` lists.
-    pub profiles_dir: PathBuf,
-    /// What the webview and the tray may send (the same policy as `tomo serve`'s sockets).
-    pub policy: ClientOpPolicy,
+    /// Where `switch_profile` may load from and what `list_profiles` lists (bundled and the user's; see
+    /// resources.rs).
+    pub profiles: ProfileDirs,
     /// Mic mute and "character speaking" switches read by the in-process voice front end.
     pub listen: ListenFlags,
     pub config_dir: PathBuf,
@@ -48,14 +46,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl AppState {
-    pub fn new(profiles_dir: PathBuf, config_dir: PathBuf) -> Self {
+    pub fn new(profiles: ProfileDirs, config_dir: PathBuf) -> Self {
         let config = DesktopConfig::load(&config_dir);
         Self {
             replay: Arc::new(Replay::new(REPLAY_CAPACITY, REPLAY_MAX_BYTES)),
-            policy: ClientOpPolicy {
-                profiles_dir: Some(profiles_dir.clone()),
-            },
-            profiles_dir,
+            profiles,
             listen: ListenFlags::default(),
             config_dir,
             ops: Mutex::new(None),

@@ -14,6 +14,8 @@ const SHOW: &str = "show";
 const PET: &str = "pet";
 const MUTE: &str = "mute";
 const QUIT: &str = "quit";
+/// "Start with my desktop" (packaging: see autostart.rs).
+const AUTOSTART: &str = "autostart";
 /// Menu ids of the character items: this prefix + the profile's file name.
 const PROFILE_PREFIX: &str = "profile:";
 
@@ -21,6 +23,7 @@ const PROFILE_PREFIX: &str = "profile:";
 pub struct TrayItems {
     pet: CheckMenuItem<Wry>,
     mute: CheckMenuItem<Wry>,
+    autostart: CheckMenuItem<Wry>,
 }
 
 pub fn build(app: &AppHandle) -> tauri::Result<()> {
@@ -29,7 +32,7 @@ pub fn build(app: &AppHandle) -> tauri::Result<()> {
     let pet = CheckMenuItem::with_id(app, PET, "Pet mode", true, state.pet().on, None::<&str>)?;
     let mute = CheckMenuItem::with_id(app, MUTE, "Mute microphone", true, false, None::<&str>)?;
     let characters = Submenu::with_id(app, "characters", "Character", true)?;
-    for profile in tomo_server::profiles::list(&state.profiles_dir) {
+    for profile in state.profiles.list() {
         let id = format!("{PROFILE_PREFIX}{}", profile.file);
         characters.append(&MenuItem::with_id(
             app,
@@ -39,9 +42,28 @@ pub fn build(app: &AppHandle) -> tauri::Result<()> {
             None::<&str>,
         )?)?;
     }
+    let autostart = CheckMenuItem::with_id(
+        app,
+        AUTOSTART,
+        "Start with my desktop",
+        true,
+        crate::autostart::enabled_for_this_app(),
+        None::<&str>,
+    )?;
     let quit = MenuItem::with_id(app, QUIT, "Quit", true, None::<&str>)?;
     let separator = PredefinedMenuItem::separator(app)?;
-    let menu = Menu::with_items(app, &[&show, &pet, &mute, &characters, &separator, &quit])?;
+    let menu = Menu::with_items(
+        app,
+        &[
+            &show,
+            &pet,
+            &mute,
+            &characters,
+            &autostart,
+            &separator,
+            &quit,
+        ],
+    )?;
     let mut tray = TrayIconBuilder::with_id("tomo")
         .tooltip("Tomo")
         .menu(&menu)
@@ -50,7 +72,11 @@ pub fn build(app: &AppHandle) -> tauri::Result<()> {
         tray = tray.icon(icon.clone());
     }
     tray.build(app)?;
-    app.manage(TrayItems { pet, mute });
+    app.manage(TrayItems {
+        pet,
+        mute,
+        autostart,
+    });
     Ok(())
 }
 
@@ -69,6 +95,15 @@ pub fn show_mic_muted(app: &AppHandle, muted: bool) {
         && let Err(error) = items.mute.set_checked(muted)
     {
         tracing::warn!(%error, "cannot update the tray's mute check");
+    }
+}
+
+/// Keeps the tray's "Start with my desktop" check in step with the autostart entry.
+pub fn show_autostart(app: &AppHandle, on: bool) {
+    if let Some(items) = app.try_state::<TrayItems>()
+        && let Err(error) = items.autostart.set_checked(on)
+    {
+        tracing::warn!(%error, "cannot update the tray's autostart check");
     }
 }
 
@@ -99,6 +134,15 @@ fn on_menu(app: &AppHandle, id: &str) {
             // its `mode_changed` event (see session.rs).
             let muted = !state.listen.muted.load(Ordering::SeqCst);
             send(app, Op::SetMicMuted { muted });
+        }
+        AUTOSTART => {
+            let on = !crate::autostart::enabled_for_this_app();
+            match crate::autostart::set_for_this_app(on) {
+                Ok(()) => tracing::info!(on, "start with my desktop"),
+                Err(error) => tracing::warn!(%error, "cannot change start with my desktop"),
+            }
+            // The file decides (GTK ticked the item itself when clicked).
+            show_autostart(app, crate::autostart::enabled_for_this_app());
         }
         QUIT => {
             tauri::async_runtime::spawn(crate::quit(app.clone()));

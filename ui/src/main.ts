@@ -2,6 +2,7 @@
 import './style.css';
 import { Connection, type Transport } from './connection';
 import { bindingsIpc, desktopProfiles, setupPetMode } from './desktop';
+import { setupStartup } from './startup';
 import { TauriConnection, inTauri } from './tauri';
 import { controlNotice } from './control';
 import { Director } from './director';
@@ -69,6 +70,9 @@ const ui = new Ui(
     },
     onDoNotDisturb(enabled) {
       conn.send({ type: 'set_do_not_disturb', enabled });
+    },
+    onHalfDuplex(enabled) {
+      conn.send({ type: 'set_half_duplex', enabled });
     },
     onPushToTalkMode(enabled) {
       conn.send({ type: 'set_push_to_talk', enabled });
@@ -154,6 +158,8 @@ const conn: Transport = desktop
   ? new TauriConnection({ ipc: bindingsIpc, ...handlers })
   : new Connection({ url: socketUrl, ...handlers });
 if (desktop) setupPetMode({ toolbar: ui.toolbar, stage: ui.stage, bounds: () => character.bounds() });
+// Packaging: the first run's model install and startup problems, shown in the window.
+if (desktop) setupStartup(root);
 
 async function boot(): Promise<void> {
   try {

@@ -1,6 +1,7 @@
 // The UI's view state as a pure reducer over session events: subtitles, transcript, tool chips, latency
 // and notices. No DOM here, so the same event sequence always gives the same state (unit-tested).
 import type { ApprovalRequest, EventEnvelope, LatencyOrigin, Op, PluginState, SensorState, SensorTarget, SessionState, ToolStatus } from './wire';
+import { joinParts, sentenceParts, type TextPart } from './spans';
 import { cleanStreaming, consumeSentence } from './subtitles';
 
 export interface ChatMessage {
@@ -9,6 +10,8 @@ export interface ChatMessage {
   turnId?: number;
   /** The character spoke up on its own: `text` of the user line is the reason. */
   proactive?: boolean;
+  /** The assistant's sentences as styled parts (narration, emphasis), when any sentence has such parts. */
+  parts?: TextPart[];
   /** Assistant text still streaming. */
   streaming?: boolean;
   interrupted?: boolean;
@@ -62,6 +65,8 @@ export interface UiState {
   turnId: number | null;
   /** Sentences of the current turn already committed (clean display text). */
   committed: string[];
+  /** The same sentences as parts to draw (narration styled). */
+  committedParts: TextPart[][];
   /** Raw streamed text not yet committed as a sentence. */
   pendingRaw: string;
   transcript: ChatMessage[];
@@ -78,6 +83,8 @@ export interface UiState {
   doNotDisturb: boolean;
   /** The microphone listens only while the talk button is held. */
   pushToTalk: boolean;
+  /** The microphone is ignored while the character speaks (no talking over it). */
+  halfDuplex: boolean;
   /** What the character's plugins report about themselves (mood_chat: the mood), by plugin id. */
   plugins: Record<string, PluginState>;
   /** The last thing a sensor noticed (shown next to the indicator). */
@@ -97,6 +104,7 @@ export function initialState(): UiState {
     sessionState: 'idle',
     turnId: null,
     committed: [],
+    committedParts: [],
     pendingRaw: '',
     transcript: [],
     chips: [],
@@ -109,6 +117,7 @@ export function initialState(): UiState {
     micMuted: false,
     doNotDisturb: false,
     pushToTalk: false,
+    halfDuplex: false,
     plugins: {},
     lastObservation: null,
     proactiveTurns: [],
@@ -136,6 +145,11 @@ function sensorDetail(ev: SensorState): string {
 /** The current subtitle: the last committed sentence(s) plus the live line. */
 export function subtitleText(s: UiState, keep = 2): { committed: string; live: string } {
   return { committed: s.committed.slice(-keep).join(' '), live: cleanStreaming(s.pendingRaw) };
+}
+
+/** The committed part of the subtitle as parts to draw. */
+export function subtitleParts(s: UiState, keep = 2): TextPart[] {
+  return joinParts(s.committedParts.slice(-keep));
 }
 
 const ERROR_TITLES: Record<string, string> = {
@@ -223,7 +237,7 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
     case 'turn_started': {
       const proactive = s.proactiveTurns.includes(ev.turn_id);
       return pushMessage(
-        { ...s, turnId: ev.turn_id, committed: [], pendingRaw: '' },
+        { ...s, turnId: ev.turn_id, committed: [], committedParts: [], pendingRaw: '' },
         proactive
           ? { role: 'system', text: `${s.character ?? 'The character'} speaks up (${ev.user_text.replace(/^\[proactive\]\s*/, '')})`, turnId: ev.turn_id, proactive }
           : { role: 'user', text: ev.user_text, turnId: ev.turn_id },
@@ -250,15 +264,23 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
     case 'sentence': {
       const text = ev.sentence.display_text.trim();
       if (text === '') return s;
+      const parts = sentenceParts(text, ev.sentence.display_spans);
       const next = {
         ...s,
         committed: [...s.committed, text],
+        committedParts: [...s.committedParts, parts],
         pendingRaw: consumeSentence(s.pendingRaw, text),
       };
-      return updateAssistant(next, ev.turn_id, (m) => ({
-        ...m,
-        text: m.text ? `${m.text} ${text}` : text,
-      }));
+      const styled = parts.some((p) => p.style !== 'speech');
+      return updateAssistant(next, ev.turn_id, (m) => {
+        // Parts are kept from the first styled sentence on, so the whole message can be drawn from them.
+        const before = m.parts ?? (styled ? sentenceParts(m.text, null) : undefined);
+        return {
+          ...m,
+          text: m.text ? `${m.text} ${text}` : text,
+          parts: before ? joinParts([before, parts].filter((x) => x.length > 0)) : undefined,
+        };
+      });
     }
     case 'tool_call': {
       const c = ev.call;
@@ -302,7 +324,13 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
     case 'error':
       return pushNotice(s, 'error', describeError(ev.code, ev.message, ev.recoverable));
     case 'mode_changed':
-      return { ...s, micMuted: ev.mic_muted, doNotDisturb: ev.do_not_disturb, pushToTalk: ev.push_to_talk ?? false };
+      return {
+        ...s,
+        micMuted: ev.mic_muted,
+        doNotDisturb: ev.do_not_disturb,
+        pushToTalk: ev.push_to_talk ?? false,
+        halfDuplex: ev.half_duplex ?? false,
+      };
     case 'push_to_talk':
       return s; // for the microphone front end
     case 'observation':

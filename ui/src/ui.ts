@@ -3,7 +3,8 @@
 import type { ConnectionStatus } from './connection';
 import type { ProfileInfo } from './profiles';
 import { PRESETS, validateBaseUrl, validateKeyEnv, type LlmSettings } from './settings';
-import { isWatching, subtitleText, type UiState } from './state';
+import type { TextPart } from './spans';
+import { isWatching, subtitleParts, subtitleText, type UiState } from './state';
 
 export interface UiHandlers {
   onSend(text: string): void;
@@ -17,6 +18,7 @@ export interface UiHandlers {
   onDoNotDisturb(enabled: boolean): void;
   /** Push-to-talk mode on/off, and the talk button held (true) or let go (false). */
   onPushToTalkMode(enabled: boolean): void;
+  onHalfDuplex(enabled: boolean): void;
   onPushToTalk(pressed: boolean): void;
   onSaveSettings(s: LlmSettings): void;
   onDismissNotice(id: number): void;
@@ -33,6 +35,20 @@ function el<K extends keyof HTMLElementTagNameMap>(
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   for (const c of children) e.append(c);
   return e;
+}
+
+/** Speech as text, narration as a styled span (no asterisks or brackets), emphasis as `<em>`. */
+function drawParts(parts: TextPart[]): (Node | string)[] {
+  return parts.map((p) => {
+    switch (p.style) {
+      case 'speech':
+        return p.text;
+      case 'narration':
+        return el('span', { class: 'narration', 'data-testid': 'narration' }, p.text.trim());
+      case 'emphasis':
+        return el('em', {}, p.text);
+    }
+  });
 }
 
 const STATUS_TEXT: Record<ConnectionStatus, string> = {
@@ -70,6 +86,8 @@ export class Ui {
   private renderedTargets = '';
   private readonly dndBtn = el('button', { type: 'button', 'data-testid': 'dnd', 'aria-pressed': 'false' }, 'Quiet: off');
   private readonly pttModeBtn = el('button', { type: 'button', 'data-testid': 'ptt-mode', 'aria-pressed': 'false' }, 'Push to talk: off');
+  /** Talking over the character interrupts it (full duplex), or the microphone waits until it is done. */
+  private readonly duplexBtn = el('button', { type: 'button', 'data-testid': 'duplex', 'aria-pressed': 'true' }, 'Interrupt: on');
   private readonly talkBtn = el('button', { type: 'button', 'data-testid': 'talk', hidden: '' }, 'Hold to talk');
   /** What the character's plugins report (mood_chat: "mood 82"). */
   private readonly pluginBadges = el('span', { class: 'plugin-states', 'data-testid': 'plugin-states' });
@@ -87,7 +105,7 @@ export class Ui {
     const send = el('button', { type: 'submit', 'data-testid': 'send' }, 'Send');
     const form = el('form', { class: 'composer' }, this.input, send, interrupt);
     this.toolbar = el('header', { class: 'bar' }, this.conn, this.stateBadge, this.watchBox, this.pluginBadges,
-      this.profileSelect, this.micBtn, this.pttModeBtn, this.talkBtn, this.dndBtn, settingsBtn);
+      this.profileSelect, this.micBtn, this.pttModeBtn, this.talkBtn, this.duplexBtn, this.dndBtn, settingsBtn);
 
     root.append(
       this.toolbar,
@@ -137,6 +155,10 @@ export class Ui {
     for (const ev of ['pointerup', 'pointerleave', 'pointercancel'] as const) {
       this.talkBtn.addEventListener(ev, () => hold(false));
     }
+    this.duplexBtn.addEventListener('click', () => {
+      // Pressed = interrupting allowed; pressing it turns half-duplex on.
+      handlers.onHalfDuplex(this.duplexBtn.getAttribute('aria-pressed') === 'true');
+    });
     this.dndBtn.addEventListener('click', () => {
       handlers.onDoNotDisturb(this.dndBtn.getAttribute('aria-pressed') !== 'true');
     });
@@ -166,7 +188,7 @@ export class Ui {
 
   render(s: UiState): void {
     const sub = subtitleText(s);
-    this.subCommitted.textContent = sub.committed;
+    this.subCommitted.replaceChildren(...drawParts(subtitleParts(s)));
     this.subLive.textContent = sub.live;
     this.stateBadge.textContent = s.character ? `${s.character} · ${s.sessionState}` : s.sessionState;
     this.stateBadge.dataset.state = s.sessionState;
@@ -177,6 +199,8 @@ export class Ui {
     this.pttModeBtn.textContent = s.pushToTalk ? 'Push to talk: on' : 'Push to talk: off';
     this.pttModeBtn.setAttribute('aria-pressed', String(s.pushToTalk));
     this.talkBtn.hidden = !s.pushToTalk;
+    this.duplexBtn.textContent = s.halfDuplex ? 'Interrupt: off' : 'Interrupt: on';
+    this.duplexBtn.setAttribute('aria-pressed', String(!s.halfDuplex));
     this.dndBtn.textContent = s.doNotDisturb ? 'Quiet: on' : 'Quiet: off';
     this.dndBtn.setAttribute('aria-pressed', String(s.doNotDisturb));
     const plugins = JSON.stringify(s.plugins);
@@ -199,7 +223,7 @@ export class Ui {
       this.renderedTranscript = key;
       this.transcript.replaceChildren(
         ...s.transcript.map((m) => {
-          const li = el('li', { class: `msg ${m.role}${m.streaming ? ' streaming' : ''}${m.interrupted ? ' interrupted' : ''}` }, m.text);
+          const li = el('li', { class: `msg ${m.role}${m.streaming ? ' streaming' : ''}${m.interrupted ? ' interrupted' : ''}` }, ...(m.parts ? drawParts(m.parts) : [m.text]));
           return li;
         }),
       );

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Event, EventEnvelope } from '../src/wire';
-import { initialState, isWatching, reduce, subtitleText, type UiState } from '../src/state';
+import { sentenceParts } from '../src/spans';
+import { initialState, isWatching, reduce, subtitleParts, subtitleText, type UiState } from '../src/state';
 import { cleanStreaming, consumeSentence } from '../src/subtitles';
 
 function run(events: Event[]): UiState {
@@ -120,6 +121,9 @@ describe('game companion and settings events', () => {
     s = reduce(s, { seq: 7, type: 'plugin_state', plugin: 'mood_chat', state: { label: 'mood', value: 62.4, reason: 'joy' } });
     s = reduce(s, { seq: 8, type: 'mode_changed', mic_muted: true, do_not_disturb: true, push_to_talk: true });
     expect([s.plugins.mood_chat?.value, s.micMuted, s.doNotDisturb, s.pushToTalk]).toEqual([62.4, true, true, true]);
+    expect(s.halfDuplex).toBe(false);
+    s = reduce(s, { seq: 9, type: 'mode_changed', mic_muted: true, do_not_disturb: true, push_to_talk: true, half_duplex: true });
+    expect(s.halfDuplex).toBe(true);
     s = reduce(s, { seq: 9, type: 'sensor_status', plugin: 'screen_watch', state: 'stopped' });
     expect(isWatching(s)).toBe(false);
     expect(s.lastObservation).toBeNull();
@@ -132,5 +136,50 @@ describe('game companion and settings events', () => {
     // A new character reports its own sensors and mood.
     s = reduce(s, { seq: 14, type: 'session_ready', character: 'Hana', agent_id: 'hana', tools: [] });
     expect([s.sensors, s.plugins]).toEqual([[], {}]);
+  });
+});
+
+describe('narration', () => {
+  it('commits narration as styled parts, not raw asterisks, and keeps the live line clean', () => {
+    let s = run([
+      { type: 'turn_started', turn_id: 1, user_text: 'hi' },
+      { type: 'text_delta', turn_id: 1, delta: '*smiles* Hello! I *really* missed you.' },
+    ]);
+    expect(subtitleText(s).live).toBe('smiles Hello! I really missed you.');
+    s = reduce(s, {
+      seq: 10,
+      type: 'sentence',
+      turn_id: 1,
+      sentence: {
+        index: 0,
+        display_text: '*smiles* Hello!',
+        tts_text: 'Hello!',
+        actions: [],
+        display_spans: [
+          { text: 'smiles', style: 'narration' },
+          { text: ' Hello!', style: 'speech' },
+        ],
+      },
+    } as EventEnvelope);
+    expect(subtitleParts(s)).toEqual([
+      { text: 'smiles', style: 'narration' },
+      { text: ' Hello!', style: 'speech' },
+    ]);
+    expect(subtitleText(s).live).toBe('I really missed you.');
+    s = reduce(s, { seq: 11, ...sentence(1, 1, 'Plain words.') } as EventEnvelope);
+    const message = s.transcript[1];
+    expect(message.text).toBe('*smiles* Hello! Plain words.');
+    expect(message.parts).toEqual([
+      { text: 'smiles', style: 'narration' },
+      { text: ' Hello!', style: 'speech' },
+      { text: ' ', style: 'speech' },
+      { text: 'Plain words.', style: 'speech' },
+    ]);
+  });
+
+  it('leaves plain sentences without parts', () => {
+    const s = run([{ type: 'turn_started', turn_id: 1, user_text: 'hi' }, sentence(1, 0, 'Hi.')]);
+    expect(s.transcript[1].parts).toBeUndefined();
+    expect(sentenceParts('Hi.', undefined)).toEqual([{ text: 'Hi.', style: 'speech' }]);
   });
 });

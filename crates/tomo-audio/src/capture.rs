@@ -8,6 +8,9 @@
 //! ALSA-over-PulseAudio just goes quiet when the server dies) is reported as [`CaptureStatus::Lost`]
 //! and reopened every `retry_interval` until it is back ([`CaptureStatus::Restored`]).
 //!
+//! With an echo reference ([`CaptureConfig::echo_reference`]), the 16 kHz frames go through the echo
+//! canceller here, stamped with the time they were recorded, before anyone (the VAD) sees them.
+//!
 //! Device names are those of the default cpal host (ALSA on Linux: "Default Audio Device", "pulse",
 //! hardware cards...). Under PulseAudio the default device records the server's default source, so a
 //! specific Pulse source (e.g. `nullsink.monitor`) is chosen with `pactl set-default-source`.
@@ -21,6 +24,8 @@ use std::time::{Duration, Instant};
 use rodio::cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use rodio::cpal::{self, FromSample, SampleFormat, SizedSample};
 
+use crate::device_clock::StreamClock;
+use crate::echo::{EchoCanceller, EchoConfig, RenderReference};
 use crate::resample::StreamResampler;
 use crate::{FRAME_SAMPLES, SAMPLE_RATE};
 
@@ -66,6 +71,11 @@ pub struct CaptureConfig {
     /// reports no error when the server goes away, the callbacks just stop; the first callback can
     /// take about a second, so keep this well above that.
     pub stall_timeout: Duration,
+    /// The device's period (how much audio each callback brings); `None`: the device's default.
+    pub period: Option<Duration>,
+    /// What the speakers play (fed by the playback side): with it, frames are echo-cancelled.
+    pub echo_reference: Option<RenderReference>,
+    pub echo: EchoConfig,
 }
 
 impl Default for CaptureConfig {
@@ -75,6 +85,9 @@ impl Default for CaptureConfig {
             queue_frames: 64,
             retry_interval: Duration::from_secs(2),
             stall_timeout: Duration::from_secs(3),
+            period: Some(Duration::from_millis(10)),
+            echo_reference: None,
+            echo: EchoConfig::default(),
         }
     }
 }
@@ -87,10 +100,11 @@ enum Command {
 
 enum Msg {
     Command(Command),
-    /// Mono samples at the device rate from stream number `stream`.
+    /// Mono samples at the device rate from stream number `stream`, the first recorded at `recorded_at`.
     Samples {
         stream: u64,
         samples: Vec<f32>,
+        recorded_at: Instant,
     },
     StreamError {
         stream: u64,
@@ -163,7 +177,13 @@ impl Capture {
         let (frames_tx, frames) = mpsc::sync_channel(config.queue_frames.max(1));
         let (status_tx, status) = mpsc::channel();
         let dropped = Arc::new(AtomicU64::new(0));
+        let echo = config
+            .echo_reference
+            .clone()
+            .map(|reference| EchoCanceller::new(reference, &config.echo));
         let mut worker = Worker {
+            echo,
+            clock: None,
             config,
             tx: tx.clone(),
             frames: frames_tx,
@@ -174,6 +194,7 @@ impl Capture {
             stream_id: 0,
             resampler: None,
             pending: Vec::with_capacity(FRAME_SAMPLES * 2),
+            cleaned: Vec::with_capacity(FRAME_SAMPLES * 4),
             running: false,
             retry_at: None,
             last_audio: Instant::now(),
@@ -234,6 +255,9 @@ impl Drop for Capture {
 }
 
 struct Worker {
+    /// Cleans frames of the speakers' echo, when there is a reference.
+    echo: Option<EchoCanceller>,
+    clock: Option<StreamClock>,
     config: CaptureConfig,
     tx: Sender<Msg>,
     frames: SyncSender<Vec<f32>>,
@@ -246,6 +270,8 @@ struct Worker {
     stream_id: u64,
     resampler: Option<StreamResampler>,
     pending: Vec<f32>,
+    /// Echo-cancelled 16 kHz samples not yet handed on as a whole frame.
+    cleaned: Vec<f32>,
     running: bool,
     retry_at: Option<Instant>,
     /// When the open stream last delivered samples (or was opened).
@@ -283,8 +309,12 @@ impl Worker {
                     self.stop();
                     return;
                 }
-                Some(Msg::Samples { stream, samples }) if stream == self.stream_id => {
-                    self.deliver(&samples);
+                Some(Msg::Samples {
+                    stream,
+                    samples,
+                    recorded_at,
+                }) if stream == self.stream_id => {
+                    self.deliver(&samples, recorded_at);
                 }
                 Some(Msg::StreamError { stream, error }) if stream == self.stream_id => {
                     self.stream_error(&error);
@@ -325,7 +355,9 @@ impl Worker {
         self.current = None;
         self.stream_id += 1;
         self.resampler = None;
+        self.clock = None;
         self.pending.clear();
+        self.cleaned.clear();
     }
 
     fn open(&mut self) -> Result<String, CaptureError> {
@@ -339,7 +371,17 @@ impl Worker {
         let supported = device
             .default_input_config()
             .map_err(|e| open_failed(e.to_string()))?;
-        let config = supported.config();
+        let mut config = supported.config();
+        // A short fixed period. PulseAudio's ALSA plugin reports the capture readable as soon as any data
+        // arrived; cpal then polls again until a whole period is there — a busy loop that cost 16-23 % of a
+        // core while anything played to the same server. With a period no longer than what the server
+        // hands over at once (10 ms), each wake-up finds a full period: 3-4 %.
+        if let Some(period) = self.config.period
+            && let cpal::SupportedBufferSize::Range { min, max } = supported.buffer_size()
+        {
+            let frames = (period.as_secs_f64() * f64::from(config.sample_rate)).round() as u32;
+            config.buffer_size = cpal::BufferSize::Fixed(frames.clamp(*min, *max));
+        }
         let channels = usize::from(config.channels.max(1));
         let id = self.stream_id;
         let stream = match supported.sample_format() {
@@ -375,11 +417,15 @@ impl Worker {
         Ok(name)
     }
 
-    fn deliver(&mut self, samples: &[f32]) {
+    fn deliver(&mut self, samples: &[f32], recorded_at: Instant) {
         self.last_audio = Instant::now();
         let Some(resampler) = self.resampler.as_mut() else {
             return;
         };
+        let rate = resampler.input_rate();
+        self.clock
+            .get_or_insert_with(|| StreamClock::new(rate))
+            .observe(samples.len(), recorded_at);
         match resampler.push(samples) {
             Ok(out) => self.pending.extend(out),
             Err(error) => {
@@ -389,6 +435,18 @@ impl Worker {
         }
         let whole = self.pending.len() / FRAME_SAMPLES * FRAME_SAMPLES;
         for frame in self.pending[..whole].chunks_exact(FRAME_SAMPLES) {
+            match (self.echo.as_mut(), self.clock.as_mut()) {
+                (Some(echo), Some(clock)) => match clock.next_frame(FRAME_SAMPLES) {
+                    Some(at) => self.cleaned.extend(echo.process(frame, at)),
+                    None => self.cleaned.extend_from_slice(frame),
+                },
+                _ => self.cleaned.extend_from_slice(frame),
+            }
+        }
+        self.pending.drain(..whole);
+        // The canceller may hold blocks back while their reference is being played: frames go on whole.
+        let ready = self.cleaned.len() / FRAME_SAMPLES * FRAME_SAMPLES;
+        for frame in self.cleaned[..ready].chunks_exact(FRAME_SAMPLES) {
             match self.frames.try_send(frame.to_vec()) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
@@ -400,7 +458,7 @@ impl Worker {
                 Err(TrySendError::Disconnected(_)) => {}
             }
         }
-        self.pending.drain(..whole);
+        self.cleaned.drain(..ready);
     }
 
     fn stream_error(&mut self, error: &cpal::Error) {
@@ -475,11 +533,24 @@ where
     T: SizedSample + Send + 'static,
     f32: FromSample<T>,
 {
+    let rate = config.sample_rate.max(1);
     let data_tx = tx.clone();
     let error_tx = tx.clone();
     device.build_input_stream::<T, _, _>(
         *config,
-        move |data: &[T], _: &cpal::InputCallbackInfo| {
+        move |data: &[T], info: &cpal::InputCallbackInfo| {
+            // The first sample was recorded this long before the callback (the device's input latency),
+            // or, when the host does not say, one buffer ago.
+            let timestamp = info.timestamp();
+            let latency = timestamp
+                .callback
+                .checked_duration_since(timestamp.capture)
+                .filter(|latency| !latency.is_zero())
+                .unwrap_or_else(|| {
+                    Duration::from_secs_f64((data.len() / channels) as f64 / f64::from(rate))
+                });
+            let now = Instant::now();
+            let recorded_at = now.checked_sub(latency).unwrap_or(now);
             // Downmix here: the message is smaller and the worker only ever sees mono.
             let samples: Vec<f32> = if channels == 1 {
                 data.iter().map(|s| s.to_sample::<f32>()).collect()
@@ -489,7 +560,11 @@ where
                     .map(|f| f.iter().map(|s| s.to_sample::<f32>()).sum::<f32>() * scale)
                     .collect()
             };
-            let _ = data_tx.send(Msg::Samples { stream, samples });
+            let _ = data_tx.send(Msg::Samples {
+                stream,
+                samples,
+                recorded_at,
+            });
         },
         move |error| {
             let _ = error_tx.send(Msg::StreamError { stream, error });

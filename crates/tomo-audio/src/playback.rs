@@ -4,6 +4,8 @@
 //! Each clip is wrapped in a [`TrackedClip`] source that reports, from the audio callback, when its
 //! first sample is pulled by the device and when it runs out; the worker turns those into `on_start`
 //! and `on_finish` calls on its own thread so user callbacks never run inside the audio callback.
+//! With a [`RenderReference`], every clip's samples are also handed to the echo canceller, stamped with
+//! when they will be heard (pulled now, heard one device buffer later).
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -17,6 +19,9 @@ use futures::future::BoxFuture;
 use rodio::cpal::traits::{DeviceTrait, HostTrait};
 use rodio::{DeviceSinkBuilder, MixerDeviceSink, Player, Source};
 
+use crate::device_clock::OutputClock;
+
+use crate::echo::RenderReference;
 use crate::glitch_log::GlitchLog;
 use crate::output::{AudioOutput, Clip, ClipCallback, OutputError};
 
@@ -138,6 +143,14 @@ fn find_output_device(name: Option<&str>) -> Result<rodio::cpal::Device, OutputE
 impl RodioOutput {
     /// Opens the output device whose name contains `device_name` (case-insensitive), or the default.
     pub fn open(device_name: Option<&str>) -> Result<Self, OutputError> {
+        Self::open_with_reference(device_name, None)
+    }
+
+    /// Like [`RodioOutput::open`], and feeds what it plays to `reference` (the echo canceller's).
+    pub fn open_with_reference(
+        device_name: Option<&str>,
+        reference: Option<RenderReference>,
+    ) -> Result<Self, OutputError> {
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let state = Arc::new(Mutex::new(QueueState::default()));
@@ -151,7 +164,7 @@ impl RodioOutput {
                 match opened {
                     Ok((sink, name)) => {
                         let _ = ready_tx.send(Ok(name));
-                        Worker::new(sink, wanted, worker_tx, worker_state).run(&rx);
+                        Worker::new(sink, wanted, worker_tx, worker_state, reference).run(&rx);
                     }
                     Err(error) => {
                         let _ = ready_tx.send(Err(error));
@@ -332,6 +345,17 @@ struct Worker {
     /// Last time the device pulled a clip's first or last sample (or the queue was idle).
     last_progress: Instant,
     glitches: GlitchLog,
+    reference: Option<RenderReference>,
+    /// The device's pull clock, which stamps what goes to the echo reference.
+    clock: OutputClock,
+}
+
+/// Starts counting the frames `sink` pulls (a silent source in its mixer).
+fn start_clock(sink: &MixerDeviceSink) -> OutputClock {
+    let config = sink.config();
+    let clock = OutputClock::new(config.sample_rate().get());
+    sink.mixer().add(clock.source(config.channel_count()));
+    clock
 }
 
 impl Worker {
@@ -340,6 +364,7 @@ impl Worker {
         wanted: Option<String>,
         reports: Sender<Msg>,
         state: Arc<Mutex<QueueState>>,
+        reference: Option<RenderReference>,
     ) -> Self {
         let config = sink.config();
         let latency = match config.buffer_size() {
@@ -349,7 +374,9 @@ impl Worker {
             rodio::cpal::BufferSize::Default => Duration::from_millis(50),
         };
         let player = Player::connect_new(sink.mixer());
+        let clock = start_clock(&sink);
         Self {
+            clock,
             sink,
             wanted,
             player,
@@ -359,6 +386,7 @@ impl Worker {
             latency,
             last_progress: Instant::now(),
             glitches: GlitchLog::new(),
+            reference,
         }
     }
 
@@ -431,6 +459,7 @@ impl Worker {
     fn reopen(&mut self) -> Result<String, OutputError> {
         let (sink, name) = open_sink(self.wanted.as_deref(), self.reports.clone())?;
         self.player.stop();
+        self.clock = start_clock(&sink);
         self.sink = sink;
         self.player = Player::connect_new(self.sink.mixer());
         self.queue.clear();
@@ -447,7 +476,13 @@ impl Worker {
             self.last_progress = Instant::now();
         }
         let duration = Duration::from_secs_f64(clip.audio.duration_secs());
-        let source = TrackedClip::new(id, clip.audio, self.reports.clone());
+        let tap = self.reference.clone().map(|reference| ReferenceTap {
+            reference,
+            clock: self.clock.clone(),
+            block: Vec::with_capacity(TAP_BLOCK),
+            first_pulled: None,
+        });
+        let source = TrackedClip::new(id, clip.audio, self.reports.clone(), tap);
         self.queue.push_back(InFlight {
             id,
             generation,
@@ -521,6 +556,40 @@ impl Worker {
     }
 }
 
+/// Samples per block handed to the echo reference (~10 ms at common rates).
+const TAP_BLOCK: usize = 256;
+
+/// Copies what the device pulls to the echo reference, in blocks stamped with when the device pulled
+/// them on its steady pull clock: no later than they are heard. The output latency is not added: its
+/// estimate is a guess (the buffer size, or 50 ms), and a reference stamped later than its echo is one
+/// the canceller cannot use, while one stamped early only adds to the delay its estimator finds anyway.
+struct ReferenceTap {
+    reference: RenderReference,
+    clock: OutputClock,
+    block: Vec<f32>,
+    /// When the block's first sample was pulled.
+    first_pulled: Option<Instant>,
+}
+
+impl ReferenceTap {
+    fn pulled(&mut self, sample: f32, rate: u32) {
+        if self.block.is_empty() {
+            self.first_pulled = Some(self.clock.pulling_now());
+        }
+        self.block.push(sample);
+        if self.block.len() >= TAP_BLOCK {
+            self.flush(rate);
+        }
+    }
+
+    fn flush(&mut self, rate: u32) {
+        if let Some(pulled) = self.first_pulled.take() {
+            self.reference.push(&self.block, rate, pulled);
+        }
+        self.block.clear();
+    }
+}
+
 /// A clip as a rodio source that reports its first and last sample to the worker.
 struct TrackedClip {
     id: u64,
@@ -529,10 +598,11 @@ struct TrackedClip {
     reports: Sender<Msg>,
     started: bool,
     done: bool,
+    tap: Option<ReferenceTap>,
 }
 
 impl TrackedClip {
-    fn new(id: u64, audio: crate::Audio, reports: Sender<Msg>) -> Self {
+    fn new(id: u64, audio: crate::Audio, reports: Sender<Msg>, tap: Option<ReferenceTap>) -> Self {
         let mut samples = audio.samples;
         if samples.is_empty() {
             // One silent sample so the source is pulled at all and both reports fire in order.
@@ -546,6 +616,7 @@ impl TrackedClip {
             reports,
             started: false,
             done: false,
+            tap,
         }
     }
 }
@@ -562,6 +633,12 @@ impl Iterator for TrackedClip {
             });
         }
         let sample = self.samples.next();
+        if let Some(tap) = self.tap.as_mut() {
+            match sample {
+                Some(value) => tap.pulled(value, self.sample_rate.get()),
+                None => tap.flush(self.sample_rate.get()),
+            }
+        }
         if sample.is_none() && !self.done {
             self.done = true;
             let _ = self.reports.send(Msg::Exhausted {

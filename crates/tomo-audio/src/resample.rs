@@ -34,6 +34,12 @@ pub struct StreamResampler {
 
 impl StreamResampler {
     pub fn new(from: u32, to: u32) -> Result<Self, ResampleError> {
+        Self::with_chunk(from, to, CHUNK)
+    }
+
+    /// With `chunk` input frames per FFT call: a smaller one holds less back (what has been pushed
+    /// comes out sooner) at a little more CPU.
+    pub fn with_chunk(from: u32, to: u32, chunk: usize) -> Result<Self, ResampleError> {
         if from == 0 || to == 0 {
             return Err(ResampleError::Setup {
                 from,
@@ -44,12 +50,18 @@ impl StreamResampler {
         let inner = if from == to {
             None
         } else {
-            let fft = Fft::<f32>::new(from as usize, to as usize, CHUNK, 1, FixedSync::Input)
-                .map_err(|e| ResampleError::Setup {
-                    from,
-                    to,
-                    message: e.to_string(),
-                })?;
+            let fft = Fft::<f32>::new(
+                from as usize,
+                to as usize,
+                chunk.max(1),
+                1,
+                FixedSync::Input,
+            )
+            .map_err(|e| ResampleError::Setup {
+                from,
+                to,
+                message: e.to_string(),
+            })?;
             Some(fft)
         };
         let to_trim = inner.as_ref().map_or(0, Resampler::output_delay);

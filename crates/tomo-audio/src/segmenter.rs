@@ -1,9 +1,13 @@
 //! Turns a stream of 16 kHz frames into speech segments: VAD smoothing with onset, pre-roll, hangover,
-//! minimum length and a forced cut, plus push-to-talk and mute. Pure logic over a [`VoiceActivity`].
+//! minimum length and a forced cut, plus push-to-talk and mute. Pure logic over a [`VoiceActivity`] and,
+//! when one is given, an [`EndOfTurn`] model: after a short silence the model is asked whether the
+//! speaker is done; "done" ends the utterance at once, "not done" waits (asking again) up to a maximum
+//! silence. Without a model, or when it fails, the fixed hangover ends the utterance.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use crate::turn::{EndOfTurn, TurnConfig, TurnEnd};
 use crate::vad::{VadError, VoiceActivity};
 use crate::{FRAME_SAMPLES, SAMPLE_RATE};
 
@@ -22,7 +26,7 @@ pub struct SegmenterConfig {
     pub onset: Duration,
     /// Audio kept before the first speech frame so the first word is not clipped.
     pub pre_roll: Duration,
-    /// Silence after the last speech frame that ends a segment.
+    /// Silence after the last speech frame that ends a segment when there is no end-of-turn model.
     pub hangover: Duration,
     /// Silence kept after the last speech frame in the emitted segment.
     pub post_roll: Duration,
@@ -30,6 +34,12 @@ pub struct SegmenterConfig {
     pub min_speech: Duration,
     /// A segment is cut (and a new one begins) when it grows this long.
     pub max_segment: Duration,
+    /// When to ask the end-of-turn model, if the segmenter has one.
+    pub turn: TurnConfig,
+    /// Silence after which the utterance so far is offered for speculative recognition
+    /// ([`SegmenterEvent::Pause`]), so ASR runs while the end of the turn is still being decided.
+    /// `None`: no speculation.
+    pub speculate_after: Option<Duration>,
 }
 
 impl Default for SegmenterConfig {
@@ -43,6 +53,8 @@ impl Default for SegmenterConfig {
             post_roll: Duration::from_millis(200),
             min_speech: Duration::from_millis(250),
             max_segment: Duration::from_secs(30),
+            turn: TurnConfig::default(),
+            speculate_after: None,
         }
     }
 }
@@ -64,6 +76,11 @@ pub struct SpeechSegment {
     pub samples: Vec<f32>,
     pub start: Duration,
     pub end: Duration,
+    /// End of the last speech frame: a [`SegmenterEvent::Pause`] snapshot and the final segment with
+    /// the same `start` and `speech_end` hold the same words.
+    pub speech_end: Duration,
+    /// What ended it.
+    pub ended_by: TurnEnd,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +95,9 @@ pub enum SegmenterEvent {
         at: Duration,
     },
     Segment(SpeechSegment),
+    /// The speaker paused: the utterance so far (its `ended_by` is [`TurnEnd::Paused`]), for speculative
+    /// recognition. If the turn then ends without more speech, the final segment has the same words.
+    Pause(SpeechSegment),
 }
 
 /// The utterance being collected.
@@ -86,6 +106,21 @@ struct Active {
     first_speech: u64,
     last_speech: u64,
     samples: Vec<f32>,
+    /// When the end-of-turn model was last asked during the current pause.
+    asked_at: Option<u64>,
+    /// The model failed on this utterance: the hangover decides instead.
+    model_failed: bool,
+    /// A pause snapshot was offered for the current silence.
+    offered: bool,
+}
+
+/// The end-of-turn model and its timing, in frames.
+struct TurnModel {
+    model: Box<dyn EndOfTurn + Send>,
+    min_silence: u64,
+    max_silence: u64,
+    recheck: Option<u64>,
+    threshold: f32,
 }
 
 pub struct Segmenter<V> {
@@ -106,6 +141,11 @@ pub struct Segmenter<V> {
     onset_run: u64,
     active: Option<Active>,
     ptt_pressed: bool,
+    turn_config: TurnConfig,
+    turn: Option<TurnModel>,
+    speculate_frames: Option<u64>,
+    /// The speech probability of the last hands-free frame (for a barge-in gate).
+    last_probability: f32,
 }
 
 fn frames_for(duration: Duration) -> u64 {
@@ -137,7 +177,35 @@ impl<V: VoiceActivity> Segmenter<V> {
             onset_run: 0,
             active: None,
             ptt_pressed: false,
+            turn_config: config.turn.clone(),
+            turn: None,
+            speculate_frames: config.speculate_after.map(|d| frames_for(d).max(1)),
+            last_probability: 0.0,
         }
+    }
+
+    /// The VAD's speech probability of the last frame pushed in hands-free mode (0 otherwise).
+    pub fn last_probability(&self) -> f32 {
+        self.last_probability
+    }
+
+    /// Lets `model` decide the end of each hands-free utterance (see [`TurnConfig`]).
+    pub fn with_end_of_turn(mut self, model: Box<dyn EndOfTurn + Send>) -> Self {
+        let config = &self.turn_config;
+        let min_silence = frames_for(config.min_silence).max(1);
+        self.turn = Some(TurnModel {
+            model,
+            min_silence,
+            max_silence: frames_for(config.max_silence).max(min_silence),
+            recheck: config.recheck.map(|d| frames_for(d).max(1)),
+            threshold: config.threshold,
+        });
+        self
+    }
+
+    /// Whether an end-of-turn model decides (else the fixed hangover does).
+    pub fn has_end_of_turn(&self) -> bool {
+        self.turn.is_some()
     }
 
     pub fn mode(&self) -> ListenMode {
@@ -198,7 +266,7 @@ impl<V: VoiceActivity> Segmenter<V> {
         if let Some(active) = self.active.take()
             && !active.samples.is_empty()
         {
-            events.push(SegmenterEvent::Segment(segment(active)));
+            events.push(SegmenterEvent::Segment(segment(active, TurnEnd::Released)));
         }
         events
     }
@@ -224,6 +292,7 @@ impl<V: VoiceActivity> Segmenter<V> {
             }
             ListenMode::HandsFree => {
                 let probability = self.vad.speech_probability(frame)?;
+                self.last_probability = probability;
                 self.hands_free(index, frame, probability, &mut events);
             }
         }
@@ -238,7 +307,7 @@ impl<V: VoiceActivity> Segmenter<V> {
             ListenMode::PushToTalk => events = self.release(),
             ListenMode::HandsFree => {
                 if let Some(active) = self.active.take() {
-                    self.finish(active, &mut events);
+                    self.finish(active, TurnEnd::Flushed, &mut events);
                 }
             }
             ListenMode::Muted => {}
@@ -280,14 +349,57 @@ impl<V: VoiceActivity> Segmenter<V> {
         active.samples.extend_from_slice(frame);
         if probability >= self.release_threshold {
             active.last_speech = index;
+            active.asked_at = None;
+            active.offered = false;
         }
-        if index - active.last_speech >= self.hangover_frames {
+        if let Some(after) = self.speculate_frames
+            && !active.offered
+            && index - active.last_speech >= after
+            && active.last_speech + 1 - active.first_speech >= self.min_speech_frames
+        {
+            active.offered = true;
+            events.push(SegmenterEvent::Pause(snapshot(active)));
+        }
+        if let Some(reason) = self.turn_ended(index) {
             if let Some(active) = self.active.take() {
-                self.finish(active, events);
+                self.finish(active, reason, events);
             }
             return;
         }
         self.force_cut_if_long(index, events);
+    }
+
+    /// Whether the silence so far ends the utterance, asking the end-of-turn model when it is due.
+    fn turn_ended(&mut self, index: u64) -> Option<TurnEnd> {
+        let active = self.active.as_mut()?;
+        let silence = index - active.last_speech;
+        let Some(turn) = self.turn.as_mut().filter(|_| !active.model_failed) else {
+            return (silence >= self.hangover_frames).then_some(TurnEnd::Hangover);
+        };
+        if silence >= turn.max_silence {
+            return Some(TurnEnd::MaxSilence);
+        }
+        let due = match (active.asked_at, turn.recheck) {
+            _ if silence < turn.min_silence => false,
+            (None, _) => true,
+            (Some(asked), Some(every)) => index - asked >= every,
+            (Some(_), None) => false,
+        };
+        if !due {
+            return None;
+        }
+        active.asked_at = Some(index);
+        match turn.model.probability_done(&active.samples) {
+            Ok(probability) => {
+                tracing::debug!(probability, silence_frames = silence, "end of turn asked");
+                (probability >= turn.threshold).then_some(TurnEnd::ModelDone { probability })
+            }
+            Err(error) => {
+                tracing::warn!(%error, "end-of-turn model failed; the fixed hangover decides");
+                active.model_failed = true;
+                (silence >= self.hangover_frames).then_some(TurnEnd::Hangover)
+            }
+        }
     }
 
     /// Emits the segment so far when it reached the maximum length; the utterance goes on in a new one.
@@ -299,7 +411,7 @@ impl<V: VoiceActivity> Segmenter<V> {
             return;
         }
         if let Some(full) = self.active.take() {
-            events.push(SegmenterEvent::Segment(segment(full)));
+            events.push(SegmenterEvent::Segment(segment(full, TurnEnd::MaxLength)));
         }
         let mut next = self.start_at(index + 1, Vec::new());
         // The speaker is mid-utterance: count the cut as speech so the hangover starts afresh.
@@ -307,7 +419,7 @@ impl<V: VoiceActivity> Segmenter<V> {
         self.active = Some(next);
     }
 
-    fn finish(&mut self, mut active: Active, events: &mut Vec<SegmenterEvent>) {
+    fn finish(&mut self, mut active: Active, reason: TurnEnd, events: &mut Vec<SegmenterEvent>) {
         let speech_end = active.last_speech + 1;
         events.push(SegmenterEvent::SpeechEnded {
             at: frame_time(speech_end),
@@ -328,7 +440,7 @@ impl<V: VoiceActivity> Segmenter<V> {
         self.onset_run = 0;
         if speech_end - active.first_speech >= self.min_speech_frames && !active.samples.is_empty()
         {
-            events.push(SegmenterEvent::Segment(segment(active)));
+            events.push(SegmenterEvent::Segment(segment(active, reason)));
         } else {
             tracing::debug!(
                 frames = speech_end - active.first_speech,
@@ -343,11 +455,14 @@ impl<V: VoiceActivity> Segmenter<V> {
             first_speech: start_frame,
             last_speech: start_frame,
             samples,
+            asked_at: None,
+            model_failed: false,
+            offered: false,
         }
     }
 }
 
-fn segment(active: Active) -> SpeechSegment {
+fn segment(active: Active, ended_by: TurnEnd) -> SpeechSegment {
     let start = frame_time(active.start_frame);
     let end = start
         + Duration::from_micros(active.samples.len() as u64 * 1_000_000 / u64::from(SAMPLE_RATE));
@@ -355,5 +470,20 @@ fn segment(active: Active) -> SpeechSegment {
         samples: active.samples,
         start,
         end,
+        speech_end: frame_time(active.last_speech + 1),
+        ended_by,
+    }
+}
+
+/// The utterance so far, as the final segment would hold it if the turn ended now (the same post-roll).
+fn snapshot(active: &Active) -> SpeechSegment {
+    let start = frame_time(active.start_frame);
+    let keep = active.samples.len();
+    SpeechSegment {
+        samples: active.samples[..keep].to_vec(),
+        start,
+        end: start + Duration::from_micros(keep as u64 * 1_000_000 / u64::from(SAMPLE_RATE)),
+        speech_end: frame_time(active.last_speech + 1),
+        ended_by: TurnEnd::Paused,
     }
 }

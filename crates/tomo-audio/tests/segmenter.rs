@@ -48,6 +48,7 @@ fn config() -> SegmenterConfig {
         post_roll: FRAME_DURATION * 2,
         min_speech: FRAME_DURATION * 5,
         max_segment: FRAME_DURATION * 100,
+        ..SegmenterConfig::default()
     }
 }
 

@@ -1,5 +1,9 @@
-//! `tomo bench voice`: end-of-speech → first-audio latency over N real voice turns (real VAD, ASR and TTS;
-//! a scripted LLM with a chosen first-token delay, so the numbers measure Tomo, not a model server).
+//! `tomo bench voice`: voice-turn latency over N real turns (real VAD, ASR and TTS; a scripted LLM with
+//! a chosen first-token delay, so the numbers measure Tomo, not a model server).
+//!
+//! `--device` measures what the user hears, at the sound device (see `bench_device.rs`). Without it,
+//! the file mode runs ASR outside the live path, from the segmenter's decision, and writes the answer
+//! to a WAV file: a breakdown of Tomo's own work, not the user's wait.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,6 +13,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use tomo_audio::segments_from_wav;
+use tomo_config::profile::TtsEngine;
 use tomo_protocol::{Event, Op, SessionState};
 use tomo_runtime::{SessionBuilder, SessionFlags, VoiceOut, voice};
 use tomo_testkit::{ScriptedServer, script};
@@ -21,6 +26,8 @@ pub enum BenchCommand {
     Voice(VoiceBenchArgs),
     /// The screen watcher: CPU on an unchanged window, OCR time per changed frame.
     Vision(crate::bench_vision::VisionBenchArgs),
+    /// The embedded brain: load, time to first token (first and follow-up turns), tokens/s, quality.
+    Llm(crate::bench_llm::LlmBenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -37,14 +44,40 @@ pub struct VoiceBenchArgs {
     /// Scripted LLM: delay between tokens, in milliseconds.
     #[arg(long, default_value_t = 15)]
     pub token_ms: u64,
+    /// Measure at the sound device: questions played into the output, the live session listening,
+    /// the gap heard in an independent recording (use a PulseAudio null sink: scripts/pulse-null.sh).
+    #[arg(long)]
+    pub device: bool,
+    /// With --device: the microphone ignored while the character speaks (the default on speakers).
+    #[arg(long, conflicts_with = "barge_in")]
+    pub half_duplex: bool,
+    /// With --device: full duplex, the microphone echo-cancelled and listening while the character
+    /// speaks (a turn it cuts short by hearing itself is counted as not measured).
+    #[arg(long)]
+    pub barge_in: bool,
+    /// Speak with this TTS engine instead of the profile's (`piper`, `kokoro`, ...), to compare voices on
+    /// the same turns.
+    #[arg(long, value_parser = parse_engine)]
+    pub tts_engine: Option<TtsEngine>,
+    /// With `--tts-engine`: its voice (`en_US-joe-medium`, `af_heart`, ...).
+    #[arg(long)]
+    pub tts_voice: Option<String>,
+    /// The scripted reply (default: a short first sentence, then a longer one with a comma).
+    #[arg(long)]
+    pub answer: Option<String>,
 }
 
-const QUESTIONS: [&str; 3] = [
+fn parse_engine(name: &str) -> Result<TtsEngine, String> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned()))
+        .map_err(|_| format!("`{name}` is not one of piper, kokoro, flite, espeak, openai"))
+}
+
+pub(crate) const QUESTIONS: [&str; 3] = [
     "What time is it right now?",
     "Tell me something nice about cats.",
     "Can you remind me to drink some water?",
 ];
-const ANSWER: &str =
+pub(crate) const ANSWER: &str =
     "Of course! It is a lovely day, and I am happy to help you with that. Anything else?";
 
 pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
@@ -54,11 +87,24 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
             return tokio::task::spawn_blocking(move || crate::bench_vision::run_vision(args))
                 .await?;
         }
+        BenchCommand::Llm(args) => return crate::bench_llm::run(args).await,
     };
     let Some(mut profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };
+    if let Some(engine) = args.tts_engine {
+        profile.tts.engine = engine;
+    }
+    if let Some(voice) = &args.tts_voice {
+        profile.tts.voice = voice.clone();
+    }
+    if args.device {
+        crate::bench_device::run(args, profile).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
     profile.plugins.enabled.clear();
+    let answer = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
+    let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
     let scratch = tempfile::tempdir()?;
     let mut questions = Vec::new();
     for (i, text) in QUESTIONS.iter().enumerate() {
@@ -70,7 +116,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     let per = Duration::from_millis(args.token_ms);
     let server = ScriptedServer::start(
         (0..args.n)
-            .map(|_| script::text_reply_with_delay(ANSWER, first, per))
+            .map(|_| script::text_reply_with_delay(&answer, first, per))
             .collect(),
     )
     .await?;
@@ -105,6 +151,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         ops.send(Op::SpeechEnded {
             transcript: transcript.text,
             asr_ms: asr_time.as_millis() as u64,
+            end_of_turn_ms: 0,
         })
         .await?;
         let mut started = false;
@@ -132,10 +179,12 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         bail!("no turn produced audio");
     }
     println!(
-        "voice turns: {} (scripted LLM: first token after {} ms, {} ms per token)",
+        "voice turns, file mode (ASR outside the live path, answer into a WAV file; `--device` measures \
+         what the user hears): {} (scripted LLM: first token after {} ms, {} ms per token; voice {})",
         samples.len(),
         args.first_token_ms,
-        args.token_ms
+        args.token_ms,
+        voice_used
     );
     for (column, label) in ["asr done", "first token", "first sentence", "first audio"]
         .iter()
@@ -152,12 +201,12 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn percentile(sorted: &[u64], p: usize) -> u64 {
+pub(crate) fn percentile(sorted: &[u64], p: usize) -> u64 {
     let rank = (sorted.len() * p).div_ceil(100).max(1) - 1;
     sorted[rank.min(sorted.len() - 1)]
 }
 
-fn speak_with_flite(text: &str, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn speak_with_flite(text: &str, path: &Path) -> anyhow::Result<()> {
     let status = std::process::Command::new("flite")
         .args(["-voice", "slt", "-t", text, "-o"])
         .arg(path)

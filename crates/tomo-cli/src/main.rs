@@ -1,6 +1,8 @@
 //! `tomo`: the headless front end of the Tomo engine.
 
 mod bench;
+mod bench_device;
+mod bench_llm;
 mod bench_vision;
 mod chat;
 mod load;
@@ -39,7 +41,7 @@ enum Command {
     Serve(serve::ServeArgs),
     /// One voice turn from a WAV file to a WAV file, with a latency report.
     Talk(talk::TalkArgs),
-    /// Benchmarks (not tests): `tomo bench voice`, `tomo bench vision`.
+    /// Benchmarks (not tests): `tomo bench voice`, `tomo bench vision`, `tomo bench llm`.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
     /// Check or describe character profiles.

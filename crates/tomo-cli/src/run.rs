@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use clap::Args;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tomo_protocol::Op;
-use tomo_runtime::{ModelInstall, SessionBuilder, SessionFlags, VoiceIn, VoiceOut};
+use tomo_runtime::{ModelInstall, SessionBuilder, SessionFlags, VoiceFlags};
 
 use crate::load::load_profile_or_report;
 use crate::models_cmd::InstallProgress;
@@ -19,15 +19,11 @@ pub struct RunArgs {
     /// The character profile (profiles/*.toml).
     #[arg(long, short)]
     pub profile: PathBuf,
-    /// Keep listening while the character speaks (for headsets: with speakers it would hear itself).
-    #[arg(long)]
-    pub barge_in: bool,
     /// Print every event as one JSON line.
     #[arg(long)]
     pub json: bool,
-    /// Sentences synthesized at the same time, ahead of playback.
-    #[arg(long, default_value_t = 2)]
-    pub tts_workers: usize,
+    #[command(flatten)]
+    pub voice: VoiceFlags,
     #[command(flatten)]
     pub session: SessionFlags,
 }
@@ -36,18 +32,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let Some(profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };
+    // Half-duplex unless --barge-in: while the character speaks, the microphone is ignored so it does
+    // not answer its own voice coming out of the speakers.
     let (session, mut events) = SessionBuilder::new(&args.profile, profile)
         .env(args.session.env_options())
         .ask_about_commands_on_terminal()
-        .voice_out(VoiceOut::Speakers {
-            workers: args.tts_workers,
-        })
-        // Half-duplex by default: while the character speaks, the microphone is ignored so it does not
-        // answer its own voice coming out of the speakers.
-        .voice_in(VoiceIn::Microphone {
-            barge_in: args.barge_in,
-        })
-        .install(ModelInstall::Install(InstallProgress::boxed()))
+        .voice(&args.voice, ModelInstall::Install(InstallProgress::boxed()))
         .start()
         .await?;
     let ops = session.ops();

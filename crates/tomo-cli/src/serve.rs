@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::bail;
 use clap::Args;
 use tomo_runtime::paths::{live2d_models_dir_for, profiles_dir_for};
-use tomo_runtime::{ModelInstall, SessionBuilder, SessionFlags, VoiceFlags, VoiceIn, VoiceOut};
+use tomo_runtime::{ModelInstall, SessionBuilder, SessionFlags, VoiceFlags};
 use tomo_server::{Server, ServerConfig};
 
 use crate::load::load_profile_or_report;
@@ -89,20 +89,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Refuse an unsafe bind before the session touches memory, plugins or the LLM.
     config.check()?;
     // What goes wrong with the microphone or the speakers is told to the clients (as `notice` events).
-    let mut builder = SessionBuilder::new(&args.profile, profile)
+    let (session, events) = SessionBuilder::new(&args.profile, profile)
         .env(args.session.env_options())
-        .ask_about_commands_on_terminal();
-    if !args.voice.text {
-        builder = builder
-            .voice_out(VoiceOut::Speakers {
-                workers: args.voice.tts_workers,
-            })
-            .voice_in(VoiceIn::Microphone {
-                barge_in: args.voice.barge_in,
-            })
-            .install(ModelInstall::Install(InstallProgress::boxed()));
-    }
-    let (session, events) = builder.start().await?;
+        .ask_about_commands_on_terminal()
+        .voice(&args.voice, ModelInstall::Install(InstallProgress::boxed()))
+        .start()
+        .await?;
     let server = match Server::start(config, session.ops(), events).await {
         Ok(server) => server,
         Err(error) => {

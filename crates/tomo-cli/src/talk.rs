@@ -70,6 +70,7 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
     ops.send(Op::SpeechEnded {
         transcript,
         asr_ms: asr_time.as_millis() as u64,
+        end_of_turn_ms: 0,
     })
     .await?;
 

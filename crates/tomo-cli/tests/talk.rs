@@ -60,13 +60,23 @@ async fn talk(
     input: &Path,
     output: &Path,
 ) -> (Option<i32>, Vec<Value>, String) {
+    talk_as(&fixture("profile.toml"), url, data, input, output).await
+}
+
+async fn talk_as(
+    profile: &Path,
+    url: &str,
+    data: &Path,
+    input: &Path,
+    output: &Path,
+) -> (Option<i32>, Vec<Value>, String) {
     let out = tokio::time::timeout(
         Duration::from_secs(300),
         Command::new(env!("CARGO_BIN_EXE_tomo"))
             .env("TOMO_LLM_BASE_URL", url)
             .env("TOMO_DATA_DIR", data)
             .args(["talk", "--json", "--profile"])
-            .arg(fixture("profile.toml"))
+            .arg(profile)
             .arg("--input")
             .arg(input)
             .arg("--output")
@@ -194,4 +204,81 @@ async fn a_corrupt_wav_is_a_clear_error() {
     .await;
     assert_ne!(code, Some(0));
     assert!(stderr.contains("broken.wav"), "{stderr}");
+}
+
+/// Mei, the shipped Mandarin character (profiles/mei.toml, plugins and all): a question spoken in Mandarin
+/// (by another Kokoro voice) is heard by whisper in Chinese, and her scripted answer, with a number, comes
+/// back in her own voice and is understood.
+#[tokio::test(flavor = "multi_thread")]
+async fn mei_hears_and_answers_in_mandarin() {
+    let Some(store) = store() else { return };
+    let root = tomo_speech::models::ModelStore::default_root();
+    let paths = tomo_speech::tts::KokoroPaths::in_store(&root);
+    if !paths.voice("zf_xiaobei").is_file() {
+        assert!(std::env::var_os("CI").is_none(), "Kokoro is not installed");
+        println!("skipped: Kokoro is not installed (run `tomo models install`)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let question = dir.path().join("question.wav");
+    let asker = tomo_speech::tts::KokoroTts::new(
+        &paths,
+        "zf_xiaobei",
+        &tomo_speech::tts::runtime_path(&root),
+        1.0,
+    )
+    .unwrap();
+    let spoken = tomo_speech::tts::TextToSpeech::synthesize(&asker, "今天天气怎么样？").unwrap();
+    write_wav(&question, &spoken);
+    let reply = "[joy] 今天天气很好，气温是25度，我们出去走走吧！";
+    let server = ScriptedServer::start(vec![script::text_reply(reply); 3])
+        .await
+        .unwrap();
+    let answer = dir.path().join("answer.wav");
+    let mei = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/mei.toml");
+    let (code, events, stderr) = talk_as(
+        &mei,
+        &server.base_url(),
+        &dir.path().join("data"),
+        &question,
+        &answer,
+    )
+    .await;
+    assert_eq!(code, Some(0), "stderr: {stderr}\nevents: {events:#?}");
+    let asked = server.requests()[0].messages().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(asked.contains("天气"), "{asked}");
+    let spoken: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "audio_started")
+        .collect();
+    assert!(!spoken.is_empty(), "{events:#?}");
+    assert_eq!(spoken[0]["actions"][0]["name"], "joy");
+
+    let mut audio = vec![0.0; 8000];
+    audio.extend(tomo_audio::read_wav_16k(&answer).unwrap());
+    let asr = WhisperAsr::new(store.path("whisper-base").unwrap(), Some("zh".into()), 2).unwrap();
+    let heard = asr.transcribe(&audio).unwrap().text;
+    let read = tomo_speech::tts::kokoro::zh_numbers::read_numbers;
+    let said = reply.replace("[joy] ", "");
+    let cer = tomo_speech::asr::character_error_rate(&read(&said), &read(&heard));
+    assert!(cer <= 0.2, "CER {cer:.2}: said {said:?}, heard {heard:?}");
+}
+
+fn write_wav(path: &Path, audio: &tomo_audio::Audio) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: audio.sample_rate,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut writer = hound::WavWriter::create(path, spec).unwrap();
+    for s in &audio.samples {
+        writer
+            .write_sample((s.clamp(-1.0, 1.0) * 32767.0) as i16)
+            .unwrap();
+    }
+    writer.finalize().unwrap();
 }

@@ -107,25 +107,9 @@ mod tests {
     #[test]
     fn a_folder_locked_by_another_process_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let lock_path = dir.path().join(LOCK_FILE);
-        let ready = dir.path().join("ready");
-        // `-o`: flock itself holds the lock while the shell runs, so killing flock releases it; the
-        // shell ends when its stdin closes.
-        let mut holder = std::process::Command::new("flock")
-            .arg("-o")
-            .arg(&lock_path)
-            .arg("sh")
-            .arg("-c")
-            .arg(format!("touch '{}'; read _", ready.display()))
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        while !ready.exists() {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        let other = tomo_testkit::ForeignLock::hold(&dir.path().join(LOCK_FILE)).unwrap();
         let refused = DataDirLock::acquire(dir.path());
-        holder.kill().unwrap();
-        holder.wait().unwrap();
+        drop(other);
         assert!(
             matches!(refused, Err(LockError::InUse { .. })),
             "{refused:?}"

@@ -26,6 +26,14 @@ impl SinkEvents {
     }
 }
 
+/// Where playback of a turn stands: every sentence before `sentence` was heard whole, and `sentence`
+/// itself up to `fraction` (0-1) of its audio.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Playhead {
+    pub sentence: u32,
+    pub fraction: f32,
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SinkError {
     #[error("output device unavailable: {0}")]
@@ -60,6 +68,18 @@ pub trait OutputSink: Send + Sync {
 
     /// Stop output now and drop everything queued.
     fn interrupt(&self);
+
+    /// How much of `turn` the user has heard so far; `None` for a sink without audio (text: whatever
+    /// was delivered was seen). Asked just before [`OutputSink::interrupt`].
+    fn playhead(&self, _turn: TurnId) -> Option<Playhead> {
+        None
+    }
+
+    /// Whether the user hears the answer (then history keeps only what was heard of an interrupted
+    /// one). A text sink delivers everything at once.
+    fn plays_audio(&self) -> bool {
+        false
+    }
 
     /// The session switched character: speak with `profile`'s voice from the next sentence on. Called
     /// between turns. Sinks without a voice ignore it; on error the previous voice stays.

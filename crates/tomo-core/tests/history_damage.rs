@@ -110,20 +110,8 @@ async fn a_character_in_use_by_another_process_is_refused_with_a_reason() {
     );
     let data = character_dir(dir.path(), "hana");
     std::fs::create_dir_all(&data).unwrap();
-    let ready = dir.path().join("locked");
-    // Another process (util-linux flock) holds the character's folder.
-    let mut other = std::process::Command::new("flock")
-        .arg("-o")
-        .arg(data.join(".lock"))
-        .arg("sh")
-        .arg("-c")
-        .arg(format!("touch '{}'; read _", ready.display()))
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    while !ready.exists() {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    // Another process holds the character's folder.
+    let other = tomo_testkit::ForeignLock::hold(&data.join(".lock")).unwrap();
     let loaded = tomo_config::profile::load_profile(&profile).unwrap();
     let refused = start_session(
         loaded.profile,
@@ -131,8 +119,7 @@ async fn a_character_in_use_by_another_process_is_refused_with_a_reason() {
         Arc::new(TextSink),
     )
     .await;
-    other.kill().unwrap();
-    other.wait().unwrap();
+    drop(other);
     let error = refused
         .expect_err("a second process must not share the history")
         .to_string();

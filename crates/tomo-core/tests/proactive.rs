@@ -249,6 +249,7 @@ async fn no_proactive_turn_while_busy_listening_muted_or_dnd_and_user_speech_win
         Op::SpeechEnded {
             transcript: String::new(),
             asr_ms: 0,
+            end_of_turn_ms: 0,
         },
     )
     .await;
@@ -262,6 +263,7 @@ async fn no_proactive_turn_while_busy_listening_muted_or_dnd_and_user_speech_win
         mic_muted: true,
         do_not_disturb: false,
         push_to_talk: false,
+        half_duplex: false,
     }));
     assert_eq!(skipped(&seen), Some(ProactiveSkip::MicMuted));
     send(&session, Op::SetMicMuted { muted: false }).await;

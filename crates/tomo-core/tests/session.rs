@@ -420,6 +420,7 @@ async fn voice_ops_drive_listening_and_latency_reports() {
         .send(Op::SpeechEnded {
             transcript: "  ".into(),
             asr_ms: 80,
+            end_of_turn_ms: 0,
         })
         .await
         .unwrap();
@@ -430,6 +431,7 @@ async fn voice_ops_drive_listening_and_latency_reports() {
         .send(Op::SpeechEnded {
             transcript: "hello".into(),
             asr_ms: 120,
+            end_of_turn_ms: 0,
         })
         .await
         .unwrap();
@@ -493,7 +495,8 @@ async fn push_to_talk_presses_are_relayed_only_in_push_to_talk_mode() {
         Event::ModeChanged {
             mic_muted: false,
             do_not_disturb: false,
-            push_to_talk: true
+            push_to_talk: true,
+            half_duplex: false,
         }
     );
     session.send(press(true)).await.unwrap();

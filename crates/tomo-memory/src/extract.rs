@@ -97,18 +97,15 @@ pub fn parse_extraction(answer: &str) -> Result<Extraction, ExtractError> {
         reason: reason.to_owned(),
         answer: answer.chars().take(300).collect(),
     };
-    // Models wrap JSON in ```json fences or a sentence; the object is from the first `{` to the last `}`.
-    let start = answer
-        .find('{')
-        .ok_or_else(|| malformed("no JSON object"))?;
-    let end = answer
-        .rfind('}')
-        .ok_or_else(|| malformed("no JSON object"))?;
-    if end < start {
-        return Err(malformed("no JSON object"));
+    // Models wrap JSON in ```json fences, a sentence, or both, and small ones stop mid-object.
+    let value = find_json(answer).ok_or_else(|| malformed("no JSON object"))?;
+    // A bare list of facts (small models drop the wrapper object).
+    if let Value::Array(items) = &value {
+        return Ok(Extraction {
+            add: items.iter().filter_map(fact_text).collect(),
+            supersede: Vec::new(),
+        });
     }
-    let value: Value =
-        serde_json::from_str(&answer[start..=end]).map_err(|e| malformed(&e.to_string()))?;
     let object = value
         .as_object()
         .ok_or_else(|| malformed("not an object"))?;
@@ -137,6 +134,79 @@ pub fn parse_extraction(answer: &str) -> Result<Extraction, ExtractError> {
         }
     }
     Ok(out)
+}
+
+/// The extraction inside `answer`: the first JSON value (from any `{` or `[`) that has the answer's keys
+/// (`add`, `supersede`, `update`) or is a list; else the first object; else an object cut off at the end
+/// (closed here). Prose, fences, `[joy]` tags and further JSON around it are skipped.
+fn find_json(answer: &str) -> Option<Value> {
+    let mut first_object = None;
+    for (start, c) in answer.char_indices() {
+        if c != '{' && c != '[' {
+            continue;
+        }
+        let Some(Ok(value)) = serde_json::Deserializer::from_str(&answer[start..])
+            .into_iter::<Value>()
+            .next()
+        else {
+            continue;
+        };
+        match &value {
+            Value::Object(map)
+                if ["add", "supersede", "update"]
+                    .iter()
+                    .any(|k| map.contains_key(*k)) =>
+            {
+                return Some(value);
+            }
+            Value::Array(items)
+                if !items.is_empty() && items.iter().all(|i| fact_text(i).is_some()) =>
+            {
+                return Some(value);
+            }
+            Value::Object(_) if first_object.is_none() => first_object = Some(value),
+            _ => {}
+        }
+    }
+    first_object.or_else(|| truncated_object(answer))
+}
+
+/// `{"add": ["The user has a cat` (the token limit hit): close the string and the brackets.
+fn truncated_object(answer: &str) -> Option<Value> {
+    let start = answer.find('{')?;
+    let text = answer[start..].trim_end();
+    if !text.contains("\"add\"") && !text.contains("\"supersede\"") {
+        return None;
+    }
+    let (mut in_string, mut escaped, mut open) = (false, false, Vec::new());
+    for c in text.chars() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' => open.push('}'),
+            '[' => open.push(']'),
+            '}' | ']' => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    let mut repaired = text.to_owned();
+    if in_string {
+        repaired.push('"');
+    }
+    let trimmed = repaired.trim_end().trim_end_matches(',').len();
+    repaired.truncate(trimmed);
+    repaired.extend(open.iter().rev());
+    serde_json::from_str(&repaired).ok()
 }
 
 /// A fact given as `"text"` or `{"fact": "text"}`; blank facts are dropped.
@@ -169,6 +239,33 @@ mod tests {
             vec![(3, "The user lives in Berlin.".to_owned())]
         );
         assert!(parse_extraction("{}").unwrap().is_empty());
+    }
+
+    #[test]
+    fn small_model_answers_with_extra_prose_json_and_cut_offs_are_read() {
+        let cases = [
+            // Prose with braces after the fence.
+            (
+                "```json\n{\"add\": [\"The user's name is Alex.\"], \"supersede\": []}\n```\nNote: {none}",
+                vec!["The user's name is Alex."],
+            ),
+            // An emotion tag and a second object.
+            (
+                "[joy] Here you go: {\"add\": [\"The user has a cat called Mochi.\"]} {\"other\": 1}",
+                vec!["The user has a cat called Mochi."],
+            ),
+            // A bare list.
+            ("[\"The user likes tea.\"]", vec!["The user likes tea."]),
+            // Cut off by the token limit.
+            (
+                "{\"add\": [\"The user is called Alex.\", \"The user has a cat",
+                vec!["The user is called Alex.", "The user has a cat"],
+            ),
+        ];
+        for (answer, facts) in cases {
+            let parsed = parse_extraction(answer).unwrap_or_else(|e| panic!("{answer}: {e}"));
+            assert_eq!(parsed.add, facts, "{answer}");
+        }
     }
 
     #[test]

@@ -46,6 +46,22 @@ pub fn builtin_factories() -> Vec<Arc<dyn PluginFactory>> {
     ]
 }
 
+/// A built-in that needs no character context (time, web_fetch, diary, mood_chat), built from its config
+/// alone — for tools outside a session (benchmarks, engine tests). `None`: not such a built-in.
+pub fn instantiate_builtin(
+    id: &str,
+    config: &toml::Table,
+    limits: &ToolLimits,
+) -> Option<Result<PluginParts, PluginError>> {
+    Some(match id {
+        "time" => time::instantiate(config, limits),
+        "web_fetch" => web_fetch::instantiate(config, limits),
+        "diary" => diary::instantiate(config, limits),
+        "mood_chat" => mood_chat::instantiate(config, Arc::new(SystemClock)),
+        _ => return None,
+    })
+}
+
 /// A plugin built from its config and tool limits alone.
 struct Builtin {
     id: &'static str,

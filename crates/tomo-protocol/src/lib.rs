@@ -20,8 +20,12 @@ pub enum Op {
     /// The user stopped speaking and ASR finished. An empty transcript (noise) starts no turn.
     SpeechEnded {
         transcript: String,
-        /// How long ASR took after the end of speech, so the session can date the end of speech.
+        /// How long ASR took after the end of the turn was decided.
         asr_ms: u64,
+        /// How long after the last word the end of the turn was decided (the silence waited), so the
+        /// session can date the end of speech: last word + end_of_turn_ms + asr_ms = now.
+        #[serde(default)]
+        end_of_turn_ms: u64,
     },
     /// Cancel the turn in flight: LLM stream, pending tools, output.
     Interrupt,
@@ -31,6 +35,9 @@ pub enum Op {
     Shutdown,
     /// The user muted or unmuted the microphone. While muted the character never speaks up on its own.
     SetMicMuted { muted: bool },
+    /// Half-duplex: the microphone is ignored while the character speaks (no talking over it). Off,
+    /// the user's words interrupt the character (echo cancellation keeps it from hearing itself).
+    SetHalfDuplex { enabled: bool },
     /// Do-not-disturb: no proactive turns while enabled (the user can still talk).
     SetDoNotDisturb { enabled: bool },
     /// Ask for a proactive turn (schedulers ask the same way). Started only when the session is idle,
@@ -228,11 +235,37 @@ pub enum Action {
 pub struct Sentence {
     /// 0-based position within its turn.
     pub index: u32,
-    /// What the UI shows (tags removed; `<think>` only when the profile asks).
+    /// What the UI shows (tags removed; `<think>` only when the profile asks; roleplay narration such as
+    /// `*smiles*` kept as written).
     pub display_text: String,
     /// What TTS speaks; `None` when nothing in the sentence is speakable.
     pub tts_text: Option<String>,
     pub actions: Vec<Action>,
+    /// `display_text` part by part with narration and emphasis marked (their `*`/brackets removed), when
+    /// it has any; empty means all of it is speech.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub display_spans: Vec<DisplaySpan>,
+}
+
+/// A part of a sentence as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct DisplaySpan {
+    pub text: String,
+    pub style: SpanStyle,
+}
+
+/// How a part of a sentence is meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum SpanStyle {
+    /// Said aloud.
+    Speech,
+    /// Roleplay narration or a stage direction (`*smiles*`, `(laughs)`, `[sighs]`): shown, never spoken.
+    Narration,
+    /// A stressed word inside speech (`I *really* mean it`): spoken.
+    Emphasis,
 }
 
 /// Why a turn ended normally.
@@ -315,6 +348,9 @@ pub enum Event {
     LatencyReport {
         turn_id: TurnId,
         origin: LatencyOrigin,
+        /// When the end of the turn was decided (voice turns; the silence waited after the last word).
+        #[serde(default)]
+        end_of_turn_ms: Option<u64>,
         asr_done_ms: Option<u64>,
         first_token_ms: Option<u64>,
         first_sentence_ms: Option<u64>,
@@ -391,6 +427,9 @@ pub enum Event {
         /// The microphone listens only while push-to-talk is held.
         #[serde(default)]
         push_to_talk: bool,
+        /// The microphone is ignored while the character speaks.
+        #[serde(default)]
+        half_duplex: bool,
     },
     /// Push-to-talk pressed or released: the microphone front end starts or ends an utterance.
     PushToTalk {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tomo_audio::{RodioOutput, WavOutput};
+use tomo_audio::{BargeInConfig, RenderReference, RodioOutput, WavOutput};
 use tomo_config::profile::Profile;
 use tomo_core::session::{SessionHandle, start_session};
 use tomo_core::sink::{OutputSink, TextSink};
@@ -18,7 +18,7 @@ use tomo_speech::models::{InstallEvent, ModelStore};
 use tomo_speech::voice_sink::VoiceSink;
 
 use crate::env::{EnvOptions, Prepared, environment};
-use crate::listen::{ListenFlags, start_listening};
+use crate::listen::{ListenFlags, Listener, start_listening};
 use crate::notices::{Notice, Notify, SessionNotices};
 use crate::voice;
 
@@ -38,9 +38,24 @@ pub enum VoiceOut {
 pub enum VoiceIn {
     /// Typed (or transcribed by the front end itself, e.g. from a file).
     None,
-    /// The profile's input device (or the default). `barge_in`: keep listening while the character
-    /// speaks (headsets).
-    Microphone { barge_in: bool },
+    /// The profile's input device (or the default).
+    Microphone { duplex: Duplex },
+}
+
+/// Whether the microphone listens while the character speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Duplex {
+    /// Half duplex on speakers, full duplex without them. Echo cancellation runs either way, but on a
+    /// loaded machine the echo path shifts (PulseAudio grows its buffer after underruns) and the
+    /// canceller needs a moment to follow, in which the character can hear itself and stop: on the
+    /// 2-core null-sink loop, 3-7 of 10 full-duplex turns ran to the end. Interrupting is opted in
+    /// (`--barge-in`, the UI's Interrupt toggle) until it is dependable.
+    #[default]
+    Auto,
+    /// Never listen while the character speaks.
+    Half,
+    /// Always listen (headphones): the user's words interrupt.
+    Full,
 }
 
 /// What to do when the profile needs models that are not installed.
@@ -125,6 +140,21 @@ impl SessionBuilder {
         self
     }
 
+    /// The voice the front end's flags ask for: speakers and the microphone (installing what the profile
+    /// needs on the first run, reported to `install`), or text only with `--text`.
+    pub fn voice(self, flags: &crate::flags::VoiceFlags, install: ModelInstall) -> Self {
+        if flags.text {
+            return self;
+        }
+        self.voice_out(VoiceOut::Speakers {
+            workers: flags.tts_workers,
+        })
+        .voice_in(VoiceIn::Microphone {
+            duplex: flags.duplex(),
+        })
+        .install(install)
+    }
+
     /// Hooks of the embedding program, run after the profile's hook plugins.
     pub fn hook(mut self, hook: Arc<dyn Hook>) -> Self {
         self.extra_hooks.push(hook);
@@ -160,22 +190,29 @@ impl SessionBuilder {
         } else {
             None
         };
-        let sink = output_sink(&self.profile, &self.voice_out, store.as_ref(), &notify)?;
-        let listener = match (&self.voice_in, &store) {
-            (VoiceIn::Microphone { barge_in }, Some(store)) => {
-                match (voice::vad(store), voice::asr(&self.profile, store)) {
-                    (Ok(vad), Ok(asr)) => Some((vad, asr, *barge_in)),
-                    (Err(error), _) | (_, Err(error)) => {
-                        notify(Notice::warning(format!(
-                            "no speech input ({error:#}); type your messages"
-                        )));
-                        None
-                    }
-                }
+        // What the speakers play, for the microphone's echo canceller: with it the user can talk over
+        // the character on speakers (full duplex).
+        let reference = matches!(
+            (&self.voice_in, &self.voice_out),
+            (VoiceIn::Microphone { .. }, VoiceOut::Speakers { .. })
+        )
+        .then(RenderReference::new);
+        let (sink, speakers) = output_sink(
+            &self.profile,
+            &self.voice_out,
+            store.as_ref(),
+            reference.clone(),
+            &notify,
+        )?;
+        // No speakers opened: nothing to cancel.
+        let reference = reference.filter(|_| speakers);
+        // Built before the profile moves into the session; the microphone opens once it runs.
+        let mic_profile = match (&self.voice_in, &store) {
+            (VoiceIn::Microphone { duplex }, Some(store)) => {
+                Some((self.profile.clone(), store.clone(), *duplex))
             }
             _ => None,
         };
-        let input_device = self.profile.asr.input_device.clone();
         if self.ask_on_terminal {
             let (path, profile, options) = (
                 self.profile_path.clone(),
@@ -202,28 +239,40 @@ impl SessionBuilder {
         let ops = handle.sender();
         self.notices.connect(ops.clone());
 
-        let flags = ListenFlags {
-            barge_in: listener.as_ref().is_some_and(|(.., barge_in)| *barge_in),
-            ..self.flags
-        };
-        let microphone = listener.and_then(|(vad, asr, _)| {
-            match start_listening(
-                input_device,
-                vad,
-                asr,
-                ops.clone(),
-                flags.clone(),
-                Arc::clone(&notify),
-            ) {
-                Ok(device) => Some(device),
-                Err(error) => {
-                    notify(Notice::warning(format!(
-                        "no microphone ({error}); type your messages"
-                    )));
+        let flags = self.flags;
+        // Full duplex where the character cannot hear itself (no speakers) or where the user asked
+        // for it. The session owns the mode (the UI can change it).
+        let half_duplex = mic_profile
+            .as_ref()
+            .is_some_and(|(.., duplex)| match duplex {
+                Duplex::Auto => speakers,
+                Duplex::Half => true,
+                Duplex::Full => false,
+            });
+        if mic_profile.is_some() {
+            ops.send(Op::SetHalfDuplex {
+                enabled: half_duplex,
+            })
+            .await
+            .ok();
+        }
+        let microphone = match mic_profile {
+            Some((profile, store, _)) => {
+                let (ops, flags, notify) = (ops.clone(), flags.clone(), Arc::clone(&notify));
+                let reference = reference.clone();
+                // Off the async workers: loading whisper blocks, and a cloud recogniser's blocking HTTP
+                // client must not be dropped on an async thread if the microphone cannot open.
+                tokio::task::spawn_blocking(move || {
+                    open_microphone(&profile, &store, reference, ops, flags, &notify)
+                })
+                .await
+                .unwrap_or_else(|error| {
+                    tracing::error!(%error, "opening the microphone failed");
                     None
-                }
+                })
             }
-        });
+            None => None,
+        };
         // The microphone front end follows the session (speaking, mute, push-to-talk) from its events,
         // before the front end sees them.
         let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -237,6 +286,43 @@ impl SessionBuilder {
             store,
         };
         Ok((running, events_rx))
+    }
+}
+
+/// VAD + ASR + the microphone, or `None` (said as a notice): the user types then.
+fn open_microphone(
+    profile: &Profile,
+    store: &ModelStore,
+    echo_reference: Option<RenderReference>,
+    ops: mpsc::Sender<Op>,
+    flags: ListenFlags,
+    notify: &Notify,
+) -> Option<String> {
+    let (vad, asr) = match (voice::vad(store), voice::asr(profile, store)) {
+        (Ok(vad), Ok(asr)) => (vad, asr),
+        (Err(error), _) | (_, Err(error)) => {
+            notify(Notice::warning(format!(
+                "no speech input ({error:#}); type your messages"
+            )));
+            return None;
+        }
+    };
+    let listener = Listener {
+        device: profile.asr.input_device.clone(),
+        vad,
+        asr,
+        end_of_turn: voice::end_of_turn(store),
+        echo_reference,
+        barge_in: BargeInConfig::default(),
+    };
+    match start_listening(listener, ops, flags, Arc::clone(notify)) {
+        Ok(device) => Some(device),
+        Err(error) => {
+            notify(Notice::warning(format!(
+                "no microphone ({error}); type your messages"
+            )));
+            None
+        }
     }
 }
 
@@ -288,14 +374,16 @@ async fn prepare_models(profile: &Profile, install: ModelInstall) -> anyhow::Res
     Ok(store)
 }
 
+/// The sink, and whether it plays on speakers (with `reference` fed).
 fn output_sink(
     profile: &Profile,
     voice_out: &VoiceOut,
     store: Option<&ModelStore>,
+    reference: Option<RenderReference>,
     notify: &Notify,
-) -> Result<Arc<dyn OutputSink>, StartError> {
+) -> Result<(Arc<dyn OutputSink>, bool), StartError> {
     let (workers, device) = match voice_out {
-        VoiceOut::Text => return Ok(Arc::new(TextSink)),
+        VoiceOut::Text => return Ok((Arc::new(TextSink), false)),
         VoiceOut::Speakers { workers } => (*workers, None),
         VoiceOut::Wav { path, workers } => (*workers, Some(path)),
     };
@@ -306,22 +394,26 @@ fn output_sink(
             let output: Arc<dyn tomo_audio::output::AudioOutput> = match device {
                 Some(path) => Arc::new(WavOutput::create(path)?),
                 None => Arc::new(
-                    RodioOutput::open(profile.tts.output_device.as_deref())
-                        .map_err(|e| anyhow::anyhow!("no speakers ({e})"))?,
+                    RodioOutput::open_with_reference(
+                        profile.tts.output_device.as_deref(),
+                        reference,
+                    )
+                    .map_err(|e| anyhow::anyhow!("no speakers ({e})"))?,
                 ),
             };
             // A character switch swaps the voice too.
             let sink =
                 VoiceSink::new(tts, output, workers).with_voices(voice::voice_builder(store));
+            sink.warm_up();
             anyhow::Ok(Arc::new(sink) as Arc<dyn OutputSink>)
         });
     match voiced {
-        Ok(sink) => Ok(sink),
+        Ok(sink) => Ok((sink, device.is_none())),
         // A file was asked for: nothing to degrade to.
         Err(error) if device.is_some() => Err(StartError::Voice(error)),
         Err(error) => {
             notify(Notice::warning(format!("{error:#}; answers are text only")));
-            Ok(Arc::new(TextSink))
+            Ok((Arc::new(TextSink), false))
         }
     }
 }

@@ -42,9 +42,14 @@ pub struct VoiceFlags {
     #[arg(long, env = "TOMO_TEXT_ONLY", action = clap::ArgAction::SetTrue,
           value_parser = clap::builder::BoolishValueParser::new())]
     pub text: bool,
-    /// Keep listening while the character speaks (for headsets: with speakers it would hear itself).
-    #[arg(long)]
+    /// Listen while the character speaks: the user's words interrupt it (echo cancellation keeps its own
+    /// voice out of the microphone; on a loaded machine it may still hear itself now and then).
+    #[arg(long, conflicts_with = "half_duplex")]
     pub barge_in: bool,
+    /// Never listen while the character speaks (the default on speakers; without them the user can
+    /// always interrupt).
+    #[arg(long)]
+    pub half_duplex: bool,
     /// Sentences synthesized at the same time, ahead of playback.
     #[arg(long, default_value_t = 2)]
     pub tts_workers: usize,
@@ -55,7 +60,19 @@ impl Default for VoiceFlags {
         Self {
             text: false,
             barge_in: false,
+            half_duplex: false,
             tts_workers: 2,
+        }
+    }
+}
+
+impl VoiceFlags {
+    pub fn duplex(&self) -> crate::builder::Duplex {
+        use crate::builder::Duplex;
+        match (self.half_duplex, self.barge_in) {
+            (true, _) => Duplex::Half,
+            (false, true) => Duplex::Full,
+            (false, false) => Duplex::Auto,
         }
     }
 }

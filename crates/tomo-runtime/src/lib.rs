@@ -3,6 +3,7 @@
 //! environment and plugin factories ([`env`]), model checks, the first-run install and the VAD/ASR/TTS
 //! factories ([`voice`]), the microphone front end ([`listen`]), and typed [`notices`] for every client.
 
+mod asr_worker;
 pub mod builder;
 pub mod env;
 pub mod flags;
@@ -12,8 +13,10 @@ pub mod paths;
 pub mod trust;
 pub mod voice;
 
-pub use builder::{ModelInstall, RunningSession, SessionBuilder, StartError, VoiceIn, VoiceOut};
+pub use builder::{
+    Duplex, ModelInstall, RunningSession, SessionBuilder, StartError, VoiceIn, VoiceOut,
+};
 pub use env::{EnvOptions, Prepared, environment};
 pub use flags::{SessionFlags, VoiceFlags};
-pub use listen::{ListenFlags, start_listening};
+pub use listen::{ListenFlags, Listener, start_listening};
 pub use notices::{Notice, Notify, SessionNotices};

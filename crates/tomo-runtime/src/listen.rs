@@ -1,35 +1,54 @@
-//! The voice front end: microphone → VAD segmenter → `speech_started` ops, and utterances → ASR on its own
-//! thread → `speech_ended` ops. Half-duplex by default: while the character speaks the microphone is
-//! ignored, so it does not answer its own voice coming out of the speakers.
+//! The voice front end: microphone (echo-cancelled while the character speaks) → VAD segmenter with the
+//! end-of-turn model → `speech_started` ops, and utterances → ASR on its own thread → `speech_ended` ops.
+//!
+//! While the character speaks the microphone keeps listening (full duplex) unless the session is in
+//! half-duplex mode; the user's voice interrupts only once the barge-in gate has heard real words (a
+//! cough, a "mm-hm" or the character's own residual echo does not). Recognition starts speculatively at
+//! the first pause, so by the time the end of the turn is decided the transcript is usually there.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
+use std::time::Instant;
 
 use tokio::sync::mpsc;
 use tomo_audio::{
-    Capture, CaptureConfig, CaptureError, CaptureStatus, CaptureStreams, ListenMode, Segmenter,
-    SegmenterEvent, SileroVad,
+    BargeInConfig, BargeInGate, Capture, CaptureConfig, CaptureError, CaptureStatus,
+    CaptureStreams, EndOfTurn, ListenMode, RenderReference, Segmenter, SegmenterEvent, SileroVad,
 };
 use tomo_protocol::{Event, Op, SessionState};
 use tomo_speech::asr::SpeechToText;
 
+use crate::asr_worker::{AsrJob, spawn_asr};
 use crate::notices::{Notice, Notify};
 use crate::voice;
 
 /// Shared switches the front end reads on every frame.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ListenFlags {
     /// The character is speaking (set from `state_changed` events).
     pub speaking: Arc<AtomicBool>,
     /// The user muted the microphone (set from `mode_changed` events: the session owns the mute state).
     pub muted: Arc<AtomicBool>,
-    /// Keep listening while the character speaks (headsets).
-    pub barge_in: bool,
+    /// The microphone is ignored while the character speaks (from `mode_changed`; on until the session
+    /// says otherwise, so a front end without echo cancellation never hears itself).
+    pub half_duplex: Arc<AtomicBool>,
     /// Listen only while push-to-talk is held (from `mode_changed`).
     pub push_to_talk: Arc<AtomicBool>,
     /// Push-to-talk is held right now (from `push_to_talk` events).
     pub ptt_pressed: Arc<AtomicBool>,
+}
+
+impl Default for ListenFlags {
+    fn default() -> Self {
+        Self {
+            speaking: Arc::default(),
+            muted: Arc::default(),
+            half_duplex: Arc::new(AtomicBool::new(true)),
+            push_to_talk: Arc::default(),
+            ptt_pressed: Arc::default(),
+        }
+    }
 }
 
 impl ListenFlags {
@@ -43,10 +62,12 @@ impl ListenFlags {
             Event::ModeChanged {
                 mic_muted,
                 push_to_talk,
+                half_duplex,
                 ..
             } => {
                 self.muted.store(*mic_muted, Ordering::SeqCst);
                 self.push_to_talk.store(*push_to_talk, Ordering::SeqCst);
+                self.half_duplex.store(*half_duplex, Ordering::SeqCst);
                 if !*push_to_talk {
                     self.ptt_pressed.store(false, Ordering::SeqCst);
                 }
@@ -56,14 +77,14 @@ impl ListenFlags {
         }
     }
 
-    /// How the segmenter should listen now, and whether push-to-talk is held (in that mode). While the
-    /// character speaks the microphone is off (it would hear itself) unless the user uses a headset
-    /// (`barge_in`) or deliberately holds push-to-talk, which interrupts the answer.
+    /// How the segmenter should listen now, and whether push-to-talk is held (in that mode). In
+    /// half-duplex mode the microphone is off while the character speaks (it would hear itself) unless
+    /// the user deliberately holds push-to-talk, which interrupts the answer.
     pub fn wanted(&self) -> (ListenMode, bool) {
         let ptt = self.push_to_talk.load(Ordering::SeqCst);
         let pressed = ptt && self.ptt_pressed.load(Ordering::SeqCst);
-        let speaking = self.speaking.load(Ordering::SeqCst) && !self.barge_in;
-        if self.muted.load(Ordering::SeqCst) || (speaking && !ptt) {
+        let deaf = self.speaking.load(Ordering::SeqCst) && self.half_duplex.load(Ordering::SeqCst);
+        if self.muted.load(Ordering::SeqCst) || (deaf && !ptt) {
             (ListenMode::Muted, false)
         } else if ptt {
             (ListenMode::PushToTalk, pressed)
@@ -73,207 +94,203 @@ impl ListenFlags {
     }
 }
 
-/// Opens the microphone (`device`, or the default) and starts the capture, VAD and ASR threads, which
-/// run until the session's op channel closes. Returns the device name.
+/// What the microphone front end is built from.
+pub struct Listener {
+    pub device: Option<String>,
+    pub vad: SileroVad,
+    pub asr: Arc<dyn SpeechToText>,
+    /// The semantic end-of-turn model; `None`: the fixed hangover ends every utterance.
+    pub end_of_turn: Option<Box<dyn EndOfTurn + Send>>,
+    /// What the speakers play: with it the microphone is echo-cancelled.
+    pub echo_reference: Option<RenderReference>,
+    pub barge_in: BargeInConfig,
+}
+
+/// Opens the microphone and starts the capture, VAD and ASR threads, which run until the session's op
+/// channel closes. Returns the device name.
 pub fn start_listening(
-    device: Option<String>,
-    vad: SileroVad,
-    asr: Arc<dyn SpeechToText>,
+    listener: Listener,
     ops: mpsc::Sender<Op>,
     flags: ListenFlags,
     notify: Notify,
 ) -> Result<String, CaptureError> {
     let (capture, streams) = Capture::spawn(CaptureConfig {
-        device,
+        device: listener.device,
+        echo_reference: listener.echo_reference,
         ..CaptureConfig::default()
     })?;
     let name = capture.start()?;
-    let mut segmenter = Segmenter::new(vad, &voice::segmenter_config());
-    let (segments_tx, segments_rx) = std::sync::mpsc::sync_channel(4);
-    spawn_asr(asr, segments_rx, ops.clone(), Arc::clone(&notify));
+    let mut segmenter = Segmenter::new(listener.vad, &voice::segmenter_config());
+    if let Some(model) = listener.end_of_turn {
+        segmenter = segmenter.with_end_of_turn(model);
+    }
+    let asr = spawn_asr(listener.asr, ops.clone(), Arc::clone(&notify));
+    let gate = BargeInGate::new(&listener.barge_in);
     thread::spawn(move || {
         let _capture = capture; // keep the device open as long as this thread runs
-        listen(
-            &mut segmenter,
-            &streams,
-            &ops,
-            &flags,
-            &segments_tx,
-            &*notify,
-        );
+        let mut front = FrontEnd {
+            segmenter,
+            gate,
+            barge_in: listener.barge_in,
+            ops,
+            flags,
+            asr,
+            utterance: None,
+            was_speaking: false,
+        };
+        front.run(&streams, &*notify);
     });
     Ok(name)
 }
 
-/// The capture side: frames → VAD segmenter → `speech_started` ops and segments for ASR.
-fn listen(
-    segmenter: &mut Segmenter<SileroVad>,
-    streams: &CaptureStreams,
-    ops: &mpsc::Sender<Op>,
-    flags: &ListenFlags,
-    segments: &std::sync::mpsc::SyncSender<Vec<f32>>,
-    notify: &(dyn Fn(Notice) + Send + Sync),
-) {
-    loop {
-        while let Ok(status) = streams.status.try_recv() {
-            match status {
-                CaptureStatus::Lost(why) => notify(Notice::warning(format!(
-                    "microphone lost ({why}); retrying"
-                ))),
-                CaptureStatus::Restored(device) => {
-                    notify(Notice::info(format!("microphone back: {device}")))
+/// The utterance being heard, and whether the session knows of it yet.
+#[derive(Debug, Clone, Copy)]
+struct Utterance {
+    /// `speech_started` went to the session (the user has the floor).
+    announced: bool,
+    /// It began under the character's voice: only the barge-in gate may announce it (even after the
+    /// character stops, its echo tail must not become a turn).
+    gated: bool,
+}
+
+struct FrontEnd {
+    segmenter: Segmenter<SileroVad>,
+    gate: BargeInGate,
+    barge_in: BargeInConfig,
+    ops: mpsc::Sender<Op>,
+    flags: ListenFlags,
+    asr: std::sync::mpsc::Sender<AsrJob>,
+    utterance: Option<Utterance>,
+    was_speaking: bool,
+}
+
+impl FrontEnd {
+    fn run(&mut self, streams: &CaptureStreams, notify: &(dyn Fn(Notice) + Send + Sync)) {
+        loop {
+            while let Ok(status) = streams.status.try_recv() {
+                match status {
+                    CaptureStatus::Lost(why) => notify(Notice::warning(format!(
+                        "microphone lost ({why}); retrying"
+                    ))),
+                    CaptureStatus::Restored(device) => {
+                        notify(Notice::info(format!("microphone back: {device}")))
+                    }
+                    _ => {}
                 }
-                _ => {}
+            }
+            let Ok(frame) = streams.frames.recv() else {
+                return; // capture thread gone
+            };
+            if self.ops.is_closed() {
+                return; // session over
+            }
+            if let Err(error) = self.frame(&frame) {
+                notify(Notice::warning(format!("voice detection failed: {error}")));
             }
         }
-        let Ok(frame) = streams.frames.recv() else {
-            return; // capture thread gone
-        };
-        if ops.is_closed() {
-            return; // session over
-        }
-        let (wanted, pressed) = flags.wanted();
+    }
+
+    fn frame(&mut self, frame: &[f32]) -> Result<(), tomo_audio::VadError> {
+        let (wanted, pressed) = self.flags.wanted();
+        let speaking = self.flags.speaking.load(Ordering::SeqCst);
         let mut events = Vec::new();
-        if segmenter.mode() != wanted {
-            events.extend(segmenter.set_mode(wanted));
+        if self.segmenter.mode() != wanted {
+            events.extend(self.segmenter.set_mode(wanted));
         }
-        if wanted == ListenMode::PushToTalk && pressed != segmenter.is_pressed() {
+        if wanted == ListenMode::PushToTalk && pressed != self.segmenter.is_pressed() {
             events.extend(if pressed {
-                segmenter.press()
+                self.segmenter.press()
             } else {
-                segmenter.release()
+                self.segmenter.release()
             });
         }
-        match segmenter.push(&frame) {
-            Ok(more) => events.extend(more),
-            Err(error) => {
-                notify(Notice::warning(format!("voice detection failed: {error}")));
-                continue;
-            }
+        events.extend(self.segmenter.push(frame)?);
+        if speaking && !self.was_speaking {
+            self.gate = BargeInGate::new(&self.barge_in);
+        }
+        self.was_speaking = speaking;
+        let gating = speaking || self.utterance.is_some_and(|u| u.gated && !u.announced);
+        if gating
+            && wanted == ListenMode::HandsFree
+            && self.gate.push(self.segmenter.last_probability()).is_some()
+        {
+            tracing::debug!("barge-in: the user talks over the character");
+            self.announce();
         }
         for event in events {
-            match event {
-                SegmenterEvent::SpeechStarted { .. } => {
-                    let _ = ops.blocking_send(Op::SpeechStarted);
+            self.event(event, speaking);
+        }
+        Ok(())
+    }
+
+    /// Tells the session the user is speaking (it stops whatever the character does).
+    fn announce(&mut self) {
+        if let Some(utterance) = self.utterance.as_mut()
+            && !utterance.announced
+        {
+            utterance.announced = true;
+            let _ = self.ops.blocking_send(Op::SpeechStarted);
+        }
+    }
+
+    fn event(&mut self, event: SegmenterEvent, speaking: bool) {
+        match event {
+            SegmenterEvent::SpeechStarted { .. } => {
+                let gated = speaking && self.segmenter.mode() == ListenMode::HandsFree;
+                self.utterance = Some(Utterance {
+                    announced: false,
+                    gated,
+                });
+                // Over the character's voice the barge-in gate decides; otherwise the user wins at once.
+                if !gated {
+                    self.announce();
                 }
-                SegmenterEvent::Segment(segment) => {
-                    // Full queue: the recognizer is far behind; dropping the utterance beats stalling capture.
-                    if segments.try_send(segment.samples).is_err() {
-                        tracing::warn!("speech recognizer busy; an utterance was dropped");
-                    }
-                }
-                SegmenterEvent::SpeechEnded { .. } => {}
             }
+            SegmenterEvent::Pause(snapshot) => {
+                if self.utterance.is_some_and(|u| u.announced) {
+                    let _ = self.asr.send(AsrJob::Speculate(snapshot));
+                }
+            }
+            SegmenterEvent::Segment(segment) => {
+                let announced = self.utterance.take().is_some_and(|u| u.announced);
+                if !announced {
+                    // Heard only under the character's voice and never enough to count as words.
+                    tracing::debug!(
+                        "an utterance under the character's voice was not words; dropped"
+                    );
+                    return;
+                }
+                let end_of_turn = self.segmenter.position().saturating_sub(segment.speech_end);
+                let job = AsrJob::Final {
+                    segment,
+                    end_of_turn,
+                    decided: Instant::now(),
+                };
+                if self.asr.send(job).is_err() {
+                    tracing::warn!("speech recognizer gone; an utterance was dropped");
+                }
+            }
+            SegmenterEvent::SpeechEnded { .. } => {}
         }
     }
 }
 
-/// Recognizes utterances on its own thread, so capture never waits for ASR.
-fn spawn_asr(
-    asr: Arc<dyn SpeechToText>,
-    segments: std::sync::mpsc::Receiver<Vec<f32>>,
-    ops: mpsc::Sender<Op>,
-    notify: Notify,
-) {
-    thread::spawn(move || {
-        while let Ok(samples) = segments.recv() {
-            let started = std::time::Instant::now();
-            let transcript = match asr.transcribe(&samples) {
-                Ok(transcript) => transcript.text,
-                Err(error) => {
-                    notify(Notice::warning(format!(
-                        "speech recognition failed: {error}"
-                    )));
-                    String::new()
-                }
-            };
-            let op = Op::SpeechEnded {
-                transcript,
-                asr_ms: started.elapsed().as_millis() as u64,
-            };
-            if ops.blocking_send(op).is_err() {
-                return;
-            }
-        }
-    });
+/// Default thread count for whisper on this machine: one fewer than the cores, so capture, VAD and the
+/// end-of-turn model never have to wait for a core (whisper's threads spin while waiting for each
+/// other, and one busy thread stalls them all). `TOMO_ASR_THREADS` overrides it.
+pub fn asr_threads() -> usize {
+    std::env::var("TOMO_ASR_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n >= 1)
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(2, |n| n.get())
+                .saturating_sub(1)
+                .clamp(1, 4)
+        })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_switches_follow_the_sessions_state_and_mute() {
-        let flags = ListenFlags::default();
-        flags.follow(&Event::StateChanged {
-            from: SessionState::Thinking,
-            to: SessionState::Speaking,
-        });
-        assert!(flags.speaking.load(Ordering::SeqCst));
-        flags.follow(&Event::ModeChanged {
-            mic_muted: true,
-            do_not_disturb: false,
-            push_to_talk: false,
-        });
-        assert!(flags.muted.load(Ordering::SeqCst));
-        flags.follow(&Event::StateChanged {
-            from: SessionState::Speaking,
-            to: SessionState::Idle,
-        });
-        flags.follow(&Event::ModeChanged {
-            mic_muted: false,
-            do_not_disturb: true,
-            push_to_talk: false,
-        });
-        assert!(!flags.speaking.load(Ordering::SeqCst));
-        assert!(!flags.muted.load(Ordering::SeqCst));
-    }
-
-    fn mode(flags: &ListenFlags, muted: bool, push_to_talk: bool) {
-        flags.follow(&Event::ModeChanged {
-            mic_muted: muted,
-            do_not_disturb: false,
-            push_to_talk,
-        });
-    }
-
-    fn speaking(flags: &ListenFlags, on: bool) {
-        let to = if on {
-            SessionState::Speaking
-        } else {
-            SessionState::Idle
-        };
-        flags.follow(&Event::StateChanged {
-            from: SessionState::Thinking,
-            to,
-        });
-    }
-
-    #[test]
-    fn push_to_talk_listens_only_while_held_and_may_interrupt_the_character() {
-        let flags = ListenFlags::default();
-        assert_eq!(flags.wanted(), (ListenMode::HandsFree, false));
-        speaking(&flags, true);
-        assert_eq!(flags.wanted(), (ListenMode::Muted, false), "half-duplex");
-        mode(&flags, false, true);
-        assert_eq!(flags.wanted(), (ListenMode::PushToTalk, false));
-        flags.follow(&Event::PushToTalk { pressed: true });
-        assert_eq!(
-            flags.wanted(),
-            (ListenMode::PushToTalk, true),
-            "held while it speaks"
-        );
-        speaking(&flags, false);
-        flags.follow(&Event::PushToTalk { pressed: false });
-        assert_eq!(flags.wanted(), (ListenMode::PushToTalk, false));
-        flags.follow(&Event::PushToTalk { pressed: true });
-        mode(&flags, true, true);
-        assert_eq!(flags.wanted(), (ListenMode::Muted, false), "mute wins");
-        mode(&flags, false, false);
-        assert_eq!(flags.wanted(), (ListenMode::HandsFree, false));
-        assert!(
-            !flags.ptt_pressed.load(Ordering::SeqCst),
-            "leaving the mode releases"
-        );
-    }
-}
+#[path = "listen_tests.rs"]
+mod tests;

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use tomo_audio::{SegmenterConfig, SileroVad};
-use tomo_config::profile::Profile;
+use tomo_config::profile::{AsrEngine, Profile, TtsEngine};
 use tomo_speech::asr::cloud::CloudAsr;
 use tomo_speech::asr::whisper::WhisperAsr;
 use tomo_speech::asr::{SpeechToText, Transcript};
@@ -16,6 +16,10 @@ use tomo_speech::voice_sink::VoiceBuilder;
 
 pub const VAD_MODEL: &str = "silero-vad";
 pub const RUNTIME: &str = "onnxruntime";
+/// Decides when the user has finished speaking (without it a fixed silence does).
+pub const END_OF_TURN_MODEL: &str = "smart-turn-v3";
+/// The Kokoro model with its vocabulary and voices (one store entry for every Kokoro voice).
+pub const KOKORO: &str = "kokoro-v1.0";
 
 /// The store name of the whisper model a profile asks for (`[asr] model = "base"` → `whisper-base`).
 pub fn whisper_model(profile: &Profile) -> String {
@@ -24,12 +28,19 @@ pub fn whisper_model(profile: &Profile) -> String {
 
 /// Models this profile needs that are not installed (or are corrupt).
 pub fn missing_models(store: &ModelStore, profile: &Profile) -> anyhow::Result<Vec<String>> {
-    let mut needed = vec![VAD_MODEL.to_owned(), RUNTIME.to_owned()];
-    if profile.asr.engine == "whisper" {
+    let mut needed = vec![
+        VAD_MODEL.to_owned(),
+        RUNTIME.to_owned(),
+        END_OF_TURN_MODEL.to_owned(),
+    ];
+    if profile.asr.engine == AsrEngine::Whisper {
         needed.push(whisper_model(profile));
     }
-    if profile.tts.engine == "piper" {
+    if profile.tts.engine == TtsEngine::Piper {
         needed.push(format!("piper-{}", piper_short_name(&profile.tts.voice)));
+    }
+    if profile.tts.engine == TtsEngine::Kokoro {
+        needed.push(KOKORO.to_owned());
     }
     let mut missing = Vec::new();
     for name in needed {
@@ -85,21 +96,37 @@ pub fn vad(store: &ModelStore) -> anyhow::Result<SileroVad> {
         .with_context(|| format!("cannot load the VAD model {}", model.display()))
 }
 
+/// The live segmenter: the default timings, and the utterance offered for recognition at the first
+/// pause (three frames of silence), so ASR runs while the end of the turn is being decided.
 pub fn segmenter_config() -> SegmenterConfig {
-    SegmenterConfig::default()
+    SegmenterConfig {
+        speculate_after: Some(std::time::Duration::from_millis(96)),
+        ..SegmenterConfig::default()
+    }
+}
+
+/// The semantic end-of-turn model when it is installed; `None` (logged) leaves the fixed hangover.
+pub fn end_of_turn(store: &ModelStore) -> Option<Box<dyn tomo_audio::EndOfTurn + Send>> {
+    let model = tomo_audio::turn::smart_turn::model_path(&store.root);
+    let runtime = store.path(RUNTIME).ok()?;
+    match tomo_audio::SmartTurn::new(&model, &runtime) {
+        Ok(model) => Some(Box::new(model)),
+        Err(error) => {
+            tracing::info!(%error, "no end-of-turn model: a fixed silence ends each utterance");
+            None
+        }
+    }
 }
 
 pub fn asr(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn SpeechToText>> {
     let language = profile.asr.language.clone();
-    match profile.asr.engine.as_str() {
-        "whisper" => {
+    match profile.asr.engine {
+        AsrEngine::Whisper => {
             let model = store.path(&whisper_model(profile))?;
-            let threads = std::thread::available_parallelism()
-                .map_or(2, |n| n.get())
-                .min(4);
+            let threads = crate::listen::asr_threads();
             Ok(Arc::new(WhisperAsr::new(&model, language, threads)?))
         }
-        "openai" => {
+        AsrEngine::OpenAi => {
             // Audio leaves the machine only when the profile asks for a cloud engine.
             let base = std::env::var("TOMO_ASR_BASE_URL")
                 .unwrap_or_else(|_| "https://api.openai.com/v1".into());
@@ -109,16 +136,12 @@ pub fn asr(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn Spee
                 .filter(|k| !k.is_empty());
             Ok(Arc::new(CloudAsr::new(base, model, key, language)?))
         }
-        other => bail!(
-            "{}: `asr.engine` {other:?} is not one of \"whisper\", \"openai\"",
-            profile.source.display()
-        ),
     }
 }
 
 pub fn tts(profile: &Profile, store: &ModelStore) -> anyhow::Result<Arc<dyn TextToSpeech>> {
     let voice = tts::from_config(
-        &profile.tts.engine,
+        profile.tts.engine.as_str(),
         &profile.tts.voice,
         profile.tts.speed,
         &store.root,

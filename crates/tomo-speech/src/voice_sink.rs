@@ -6,7 +6,6 @@
 //! workers finish in. An interrupt bumps a generation counter: everything queued before it is dropped,
 //! including clips still being synthesized.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
@@ -16,7 +15,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use tomo_audio::Audio;
 use tomo_audio::output::{AudioOutput, Clip};
 use tomo_config::profile::Profile;
-use tomo_core::sink::{OutputSink, SinkError, SinkEvents};
+use tomo_core::sink::{OutputSink, Playhead, SinkError, SinkEvents};
 use tomo_protocol::{Action, Event, Sentence, TurnId};
 
 use crate::tts::TextToSpeech;
@@ -44,8 +43,18 @@ struct Shared {
     /// Wakes the sequencer when an interrupt happens while it waits for the output to drain.
     interrupted: tokio::sync::Notify,
     events: Mutex<Option<SinkEvents>>,
-    /// When the first sample of each turn's first clip went out (for latency reports).
-    first_audio: Mutex<HashMap<TurnId, Instant>>,
+    /// What is playing: the turn, its first sample's time, the clip on the device, the last finished.
+    play: Mutex<PlayState>,
+}
+
+/// Playback of the latest turn that played (older turns are over).
+#[derive(Debug, Default)]
+struct PlayState {
+    turn: Option<TurnId>,
+    first_audio: Option<Instant>,
+    /// (sentence index, when its first sample was pulled, how long it lasts).
+    playing: Option<(u32, Instant, std::time::Duration)>,
+    finished: Option<u32>,
 }
 
 impl Shared {
@@ -80,7 +89,7 @@ impl VoiceSink {
             generation: AtomicU64::new(0),
             interrupted: tokio::sync::Notify::new(),
             events: Mutex::new(None),
-            first_audio: Mutex::new(HashMap::new()),
+            play: Mutex::new(PlayState::default()),
         });
         let (jobs, queue) = mpsc::unbounded_channel();
         tokio::spawn(sequence(queue, Arc::clone(&output), Arc::clone(&shared)));
@@ -94,9 +103,11 @@ impl VoiceSink {
         }
     }
 
-    /// When the first audio sample of `turn` was handed to the device, if it has been.
+    /// When the first audio sample of `turn` was handed to the device, if it has been (the latest turn
+    /// that played only: nothing grows per turn).
     pub fn first_audio_at(&self, turn: TurnId) -> Option<Instant> {
-        self.shared.first_audio.lock().ok()?.get(&turn).copied()
+        let play = self.shared.play.lock().ok()?;
+        play.first_audio.filter(|_| play.turn == Some(turn))
     }
 
     /// Lets a character switch change the voice: `build` makes the new character's voice from its profile.
@@ -105,6 +116,19 @@ impl VoiceSink {
     pub fn with_voices(mut self, build: VoiceBuilder) -> Self {
         self.voices = Some(build);
         self
+    }
+
+    /// Synthesizes a word in the background, so the first real sentence does not pay for the voice's
+    /// first run (ONNX Runtime sets up its kernels then). Must be called inside a tokio runtime.
+    pub fn warm_up(&self) {
+        let tts = self.current_tts();
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            match tts.synthesize("Hello.") {
+                Ok(_) => tracing::debug!(took = ?started.elapsed(), "voice warmed up"),
+                Err(error) => tracing::debug!(%error, "voice warm-up failed"),
+            }
+        });
     }
 
     pub fn tts_name(&self) -> String {
@@ -176,6 +200,40 @@ impl OutputSink for VoiceSink {
                 ));
             }
             wait.await.unwrap_or(Err(SinkError::Interrupted))
+        })
+    }
+
+    fn plays_audio(&self) -> bool {
+        true
+    }
+
+    fn playhead(&self, turn: TurnId) -> Option<Playhead> {
+        let Ok(play) = self.shared.play.lock() else {
+            return Some(Playhead {
+                sentence: 0,
+                fraction: 0.0,
+            });
+        };
+        if play.turn != Some(turn) {
+            // Nothing of this turn has played yet.
+            return Some(Playhead {
+                sentence: 0,
+                fraction: 0.0,
+            });
+        }
+        Some(match play.playing {
+            Some((index, started, duration)) => Playhead {
+                sentence: index,
+                fraction: if duration.is_zero() {
+                    1.0
+                } else {
+                    (started.elapsed().as_secs_f32() / duration.as_secs_f32()).clamp(0.0, 1.0)
+                },
+            },
+            None => Playhead {
+                sentence: play.finished.map_or(0, |index| index + 1),
+                fraction: 0.0,
+            },
         })
     }
 
@@ -262,13 +320,22 @@ fn play(
 ) {
     let envelope = envelope(&audio, ENVELOPE_FRAME_MS);
     let duration_ms = (audio.duration_secs() * 1000.0).round() as u32;
+    let clip_duration = std::time::Duration::from_secs_f64(audio.duration_secs().max(0.0));
     let started = Arc::clone(shared);
     let finished = Arc::clone(shared);
     let clip = Clip {
         audio,
         on_start: Some(Box::new(move || {
-            if let Ok(mut first) = started.first_audio.lock() {
-                first.entry(turn).or_insert_with(Instant::now);
+            if let Ok(mut play) = started.play.lock() {
+                let now = Instant::now();
+                if play.turn != Some(turn) {
+                    *play = PlayState {
+                        turn: Some(turn),
+                        first_audio: Some(now),
+                        ..PlayState::default()
+                    };
+                }
+                play.playing = Some((index, now, clip_duration));
             }
             started.emit(Event::AudioStarted {
                 turn_id: turn,
@@ -280,6 +347,12 @@ fn play(
             });
         })),
         on_finish: Some(Box::new(move || {
+            if let Ok(mut play) = finished.play.lock()
+                && play.turn == Some(turn)
+            {
+                play.playing = None;
+                play.finished = Some(index);
+            }
             finished.emit(Event::AudioFinished {
                 turn_id: turn,
                 sentence_index: index,

@@ -142,6 +142,7 @@ fn sentence(index: u32, text: &str) -> Sentence {
         display_text: text.into(),
         tts_text: Some(text.into()),
         actions: vec![],
+        display_spans: vec![],
     }
 }
 

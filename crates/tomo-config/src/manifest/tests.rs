@@ -364,7 +364,7 @@ fn committed_manifest_schema_is_up_to_date() {
     assert!(
         committed == generated,
         "plugins/plugin.schema.json is out of date. Regenerate it with\n    \
-         TOMO_BLESS=1 cargo test -p tomo-core --lib committed_manifest_schema_is_up_to_date\n\
+         TOMO_BLESS=1 cargo test -p tomo-config --lib committed_manifest_schema_is_up_to_date\n\
          and commit the result."
     );
 }

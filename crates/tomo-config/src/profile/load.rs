@@ -201,7 +201,7 @@ fn validate_live2d(doc: &mut Doc<'_>, section: &Section<Live2dConfig>) {
         && section.ok("live2d.model")
         && let Err(problem) = check_model_path(model)
     {
-        error(doc, &["live2d", "model"], problem);
+        error(doc, &["live2d", "model"], problem.to_string());
     }
     for (emotion, id) in &l.emotion_map {
         let path = ["live2d", "emotion_map", emotion.as_str()];
@@ -229,33 +229,42 @@ fn validate_live2d(doc: &mut Doc<'_>, section: &Section<Live2dConfig>) {
     }
 }
 
+/// Why a `[live2d] model` path cannot be shown.
+#[derive(Debug, PartialEq, thiserror::Error)]
+enum ModelPathError {
+    #[error(
+        "`{0}` must be a path under `assets/live2d/`, e.g. `assets/live2d/<folder>/<name>.model3.json`"
+    )]
+    NotUnderAssets(String),
+    #[error("`{0}` must be a plain relative path (no `..`, `.`, `//` or `\\`)")]
+    NotPlain(String),
+    #[error("`{0}` must not contain `{1}` (rename the folder or file)")]
+    UrlCharacter(String, char),
+    #[error(
+        "`{0}` must name a model settings file: `*.model3.json` (Cubism 3/4) or `*.model.json` (Cubism 2)"
+    )]
+    NotAModel(String),
+}
+
 /// The front ends show models from `assets/live2d/` (the user's folder, then the bundled ones) and nothing
 /// else; a path they cannot show would silently leave the default character on screen.
-fn check_model_path(model: &str) -> Result<(), String> {
+fn check_model_path(model: &str) -> Result<(), ModelPathError> {
     let Some(rel) = model.strip_prefix("assets/live2d/") else {
-        return Err(format!(
-            "`{model}` must be a path under `assets/live2d/`, e.g. `assets/live2d/<folder>/<name>.model3.json`"
-        ));
+        return Err(ModelPathError::NotUnderAssets(model.to_owned()));
     };
     if rel
         .split('/')
         .any(|part| part.is_empty() || part == "." || part == "..")
         || rel.contains('\\')
     {
-        return Err(format!(
-            "`{model}` must be a plain relative path (no `..`, `.`, `//` or `\\`)"
-        ));
+        return Err(ModelPathError::NotPlain(model.to_owned()));
     }
     // The UI loads it as a URL path: these would end or escape the path.
     if let Some(c) = rel.chars().find(|c| matches!(c, '#' | '?' | '%')) {
-        return Err(format!(
-            "`{model}` must not contain `{c}` (rename the folder or file)"
-        ));
+        return Err(ModelPathError::UrlCharacter(model.to_owned(), c));
     }
     if !(model.ends_with(".model.json") || model.ends_with(".model3.json")) {
-        return Err(format!(
-            "`{model}` must name a model settings file: `*.model3.json` (Cubism 3/4) or `*.model.json` (Cubism 2)"
-        ));
+        return Err(ModelPathError::NotAModel(model.to_owned()));
     }
     Ok(())
 }

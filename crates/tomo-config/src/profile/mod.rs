@@ -158,11 +158,70 @@ fn default_max_tool_rounds() -> u32 {
     6
 }
 
-/// Speech recognition (parsed now, used by the audio crates later).
+/// Which speech recogniser a profile uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AsrEngine {
+    /// whisper.cpp on this machine.
+    #[serde(alias = "Whisper", alias = "WHISPER")]
+    Whisper,
+    /// An OpenAI-compatible `/audio/transcriptions` endpoint: the audio leaves the machine.
+    #[serde(alias = "OpenAI", alias = "OpenAi", alias = "OPENAI", alias = "cloud")]
+    OpenAi,
+}
+
+impl AsrEngine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Whisper => "whisper",
+            Self::OpenAi => "openai",
+        }
+    }
+}
+
+/// Which voice engine a profile uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TtsEngine {
+    /// Piper neural voices (ONNX) on this machine.
+    #[serde(alias = "Piper", alias = "PIPER")]
+    Piper,
+    /// Kokoro-82M neural voices (ONNX) on this machine.
+    #[serde(alias = "Kokoro", alias = "KOKORO")]
+    Kokoro,
+    /// Debian's flite.
+    #[serde(alias = "Flite", alias = "FLITE")]
+    Flite,
+    /// Debian's espeak-ng.
+    #[serde(
+        alias = "Espeak",
+        alias = "espeak-ng",
+        alias = "eSpeak",
+        alias = "ESPEAK"
+    )]
+    Espeak,
+    /// An OpenAI-compatible `/audio/speech` endpoint: the text leaves the machine.
+    #[serde(alias = "OpenAI", alias = "OpenAi", alias = "OPENAI", alias = "cloud")]
+    OpenAi,
+}
+
+impl TtsEngine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Piper => "piper",
+            Self::Kokoro => "kokoro",
+            Self::Flite => "flite",
+            Self::Espeak => "espeak",
+            Self::OpenAi => "openai",
+        }
+    }
+}
+
+/// Speech recognition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct AsrConfig {
-    pub engine: String,
+    pub engine: AsrEngine,
     pub model: String,
     /// Language code such as `en` or `ja`; unset means auto-detect.
     pub language: Option<String>,
@@ -173,7 +232,7 @@ pub struct AsrConfig {
 impl Default for AsrConfig {
     fn default() -> Self {
         Self {
-            engine: "whisper".to_owned(),
+            engine: AsrEngine::Whisper,
             model: "base".to_owned(),
             language: None,
             input_device: None,
@@ -185,7 +244,7 @@ impl Default for AsrConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TtsConfig {
-    pub engine: String,
+    pub engine: TtsEngine,
     pub voice: String,
     /// Speaking rate; 1.0 is normal, must be greater than 0.
     #[schemars(extend("exclusiveMinimum" = 0))]
@@ -197,7 +256,7 @@ pub struct TtsConfig {
 impl Default for TtsConfig {
     fn default() -> Self {
         Self {
-            engine: "piper".to_owned(),
+            engine: TtsEngine::Piper,
             voice: "en_US-joe-medium".to_owned(),
             speed: 1.0,
             output_device: None,

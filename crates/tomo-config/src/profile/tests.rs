@@ -79,6 +79,7 @@ fn shipped_profiles_load_without_warnings_and_pass_check() {
     for (file, name) in [
         ("hana", "hana"),
         ("kuro", "kuro"),
+        ("mei", "mei"),
         ("game-companion", "kuma"),
     ] {
         let path = repo_root().join("profiles").join(format!("{file}.toml"));
@@ -113,11 +114,22 @@ fn shipped_profiles_load_without_warnings_and_pass_check() {
         .unwrap()
         .profile;
     assert_eq!(kuro.plugins.enabled, ["time", "web_fetch"]);
-    // One neural voice ships offline; the characters still sound different.
-    assert_ne!(
-        (&kuro.tts.voice, kuro.tts.speed),
-        (&hana.tts.voice, hana.tts.speed)
+    // Voices that fit the characters: a woman's for Hana, a man's for Kuro (Kokoro: `af_`/`am_`).
+    assert_eq!(
+        (hana.tts.engine.as_str(), hana.tts.voice.as_str()),
+        ("kokoro", "af_heart")
     );
+    assert_eq!(
+        (kuro.tts.engine.as_str(), kuro.tts.voice.as_str()),
+        ("kokoro", "am_michael")
+    );
+    let mei = load_profile(&repo_root().join("profiles/mei.toml"))
+        .unwrap()
+        .profile;
+    // Mei listens and speaks Mandarin.
+    assert_eq!(mei.asr.language.as_deref(), Some("zh"));
+    assert!(mei.tts.voice.starts_with("zf_"), "{}", mei.tts.voice);
+    assert!(mei.character.persona.contains("简体中文"));
 }
 
 #[test]
@@ -448,7 +460,7 @@ fn committed_schema_is_up_to_date() {
     assert!(
         committed == generated,
         "profiles/profile.schema.json is out of date. Regenerate it with\n    \
-         TOMO_BLESS=1 cargo test -p tomo-core --lib profile::tests::committed_schema_is_up_to_date\n\
+         TOMO_BLESS=1 cargo test -p tomo-config --lib profile::tests::committed_schema_is_up_to_date\n\
          (or `tomo profile schema > profiles/profile.schema.json`) and commit the result."
     );
 }

@@ -128,10 +128,10 @@ impl Stage for ActionExtractor {
         actions.extend(draft.actions);
         actions.extend(found);
         out.push(PipelineItem::Draft(SentenceDraft {
-            raw: draft.raw,
             display_text,
             tts_text,
             actions,
+            ..draft
         }));
     }
 
@@ -247,6 +247,7 @@ mod tests {
             display_text: "x".into(),
             tts_text: None,
             actions: vec![],
+            display_spans: vec![],
         });
         let out = run(vec![draft("[joy]"), marker.clone()]);
         assert_eq!(out.len(), 2);

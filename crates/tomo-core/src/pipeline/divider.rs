@@ -135,15 +135,28 @@ fn closer_for(c: char) -> Option<char> {
     })
 }
 
-/// Counts Latin words and CJK characters outside `[tags]`; used for the fast-path threshold and to tell a
-/// sentence with words from a tag-only one.
+/// ASCII and full-width digits.
+fn is_digit(c: char) -> bool {
+    c.is_ascii_digit() || ('０'..='９').contains(&c)
+}
+
+/// Counts Latin words and CJK characters outside `[tags]` and `*narration*`; used for the fast-path
+/// threshold and to tell a sentence with words from a tag-only or narration-only one (which must not use up
+/// the fast path: the first *spoken* clause is the one to hurry).
 pub(crate) fn clause_weight(s: &str) -> (usize, usize) {
     let (mut words, mut cjk, mut in_word, mut in_tag) = (0, 0, false, false);
-    for c in s.chars() {
+    let mut in_star = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
             '[' => (in_tag, in_word) = (true, false),
             ']' => in_tag = false,
-            _ if in_tag => {}
+            // A lone `*` opens or closes narration; `**` is emphasis and counts.
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+            }
+            '*' => (in_star, in_word) = (!in_star, false),
+            _ if in_tag || in_star => {}
             _ if is_cjk(c) => {
                 cjk += usize::from(c.is_alphanumeric());
                 in_word = false;
@@ -429,13 +442,13 @@ impl SentenceDivider {
                     self.pos = after;
                     return true;
                 }
-                // An ASCII comma needs a following space: `1,000` is a number, not a clause.
-                let cut = c != ',' || {
-                    match peek(&self.buf, after, eof) {
-                        Peek::More => return false,
-                        Peek::End => true,
-                        Peek::Char(n) => n.is_whitespace(),
-                    }
+                // An ASCII comma needs a following space: `1,000` is a number, not a clause. A full-width
+                // one is a clause mark unless a digit follows (`１，０００` is a number too).
+                let cut = match peek(&self.buf, after, eof) {
+                    Peek::More => return false,
+                    Peek::End => true,
+                    Peek::Char(n) if c == ',' => n.is_whitespace(),
+                    Peek::Char(n) => !is_digit(n),
                 };
                 if cut {
                     self.emit(after, out);

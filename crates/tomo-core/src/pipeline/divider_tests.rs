@@ -390,6 +390,7 @@ fn drafts_start_with_all_texts_equal() {
             display_text: "Hi there.".into(),
             tts_text: "Hi there.".into(),
             actions: vec![],
+            display_spans: vec![],
         })]
     );
 }

@@ -6,19 +6,21 @@
 //! trivially testable and cheap per token.
 //!
 //! Order of stages: [`divider::SentenceDivider`] → [`actions::ActionExtractor`] →
-//! [`display::DisplayProcessor`] → [`tts_filter::TtsFilter`].
+//! [`display::DisplayProcessor`] → [`narration::NarrationFilter`] → [`tts_filter::TtsFilter`].
 
 pub mod actions;
 pub mod display;
 pub mod divider;
+pub mod narration;
 pub mod tts_filter;
 
 use tomo_plugin_api::TagSpec;
-use tomo_protocol::{Action, Sentence, ToolCallEvent};
+use tomo_protocol::{Action, DisplaySpan, Sentence, ToolCallEvent};
 
 pub use actions::ActionExtractor;
 pub use display::DisplayProcessor;
 pub use divider::SentenceDivider;
+pub use narration::NarrationFilter;
 pub use tts_filter::{TtsFilter, speakable};
 
 /// A sentence on its way through the stages, before it becomes a [`Sentence`].
@@ -31,6 +33,8 @@ pub struct SentenceDraft {
     /// Text to speak; starts as `raw`, stages strip what should not be spoken.
     pub tts_text: String,
     pub actions: Vec<Action>,
+    /// Set by the narration stage when the display text has narration or emphasis.
+    pub display_spans: Vec<DisplaySpan>,
 }
 
 impl SentenceDraft {
@@ -41,6 +45,7 @@ impl SentenceDraft {
             display_text: text.to_owned(),
             tts_text: text.to_owned(),
             actions: Vec::new(),
+            display_spans: Vec::new(),
         }
     }
 }
@@ -106,7 +111,7 @@ impl Default for PipelineSettings {
     }
 }
 
-/// The four stages chained: text deltas and tool events in, [`Sentence`]s and tool events out, in order.
+/// The five stages chained: text deltas and tool events in, [`Sentence`]s and tool events out, in order.
 ///
 /// Create one per turn: sentence indices count from 0 per instance. [`Pipeline::finish`] flushes and
 /// resets the stages (so the first-clause fast path re-arms) but does not restart the numbering.
@@ -115,6 +120,7 @@ pub struct Pipeline {
     divider: SentenceDivider,
     actions: ActionExtractor,
     display: DisplayProcessor,
+    narration: NarrationFilter,
     tts: TtsFilter,
     next_index: u32,
 }
@@ -125,6 +131,7 @@ impl Pipeline {
             divider: SentenceDivider::new(settings.first_clause_fast_path),
             actions: ActionExtractor::new(&settings.emotions, &settings.tags),
             display: DisplayProcessor::new(settings.show_think),
+            narration: NarrationFilter::new(),
             tts: TtsFilter::new(),
             next_index: 0,
         }
@@ -140,6 +147,7 @@ impl Pipeline {
         }
         let items = feed(&mut self.actions, items, false);
         let items = feed(&mut self.display, items, false);
+        let items = feed(&mut self.narration, items, false);
         let items = feed(&mut self.tts, items, false);
         self.number(items)
     }
@@ -150,6 +158,7 @@ impl Pipeline {
         self.divider.finish(&mut items);
         let items = feed(&mut self.actions, items, true);
         let items = feed(&mut self.display, items, true);
+        let items = feed(&mut self.narration, items, true);
         let items = feed(&mut self.tts, items, true);
         self.number(items)
     }

@@ -50,6 +50,7 @@ fn sentence(index: u32, display: &str, tts: Option<&str>, actions: &[&str]) -> S
             .iter()
             .map(|a| Action::Emotion { name: (*a).into() })
             .collect(),
+        display_spans: Vec::new(),
     }
 }
 

@@ -5,8 +5,10 @@
 //! images; links keep their text, inline code keeps its words), remaining HTML/XML tags, bare URLs, emoji
 //! and pictographs, and stray symbols engines read out loud (`*`, `_`, `#`, `~`, `|`, `>`). Kept: words,
 //! numbers (`3.14`, `1,000`), units and signs (`%`, `°C`, `$5`), `C#`, `C++`, apostrophes, punctuation.
-//! Whitespace is collapsed. If no letter or digit is left, `tts_text` is `None`: the sentence may still
-//! be displayed, but there is nothing to speak (never `Some("")`).
+//! Full-width letters, digits and `％` (`１２３`, `ＯＫ`) become ASCII, which every engine reads as numbers
+//! and words; CJK punctuation stays (engines pause on it). Whitespace is collapsed. If no letter or digit is
+//! left, `tts_text` is `None`: the sentence may still be displayed, but there is nothing to speak (never
+//! `Some("")`).
 
 use super::{PipelineItem, Stage};
 use tomo_protocol::Sentence;
@@ -21,6 +23,7 @@ pub fn speakable(text: &str) -> Option<String> {
     let text = links_to_text(&text);
     let text = drop_tags_and_urls(&text);
     let text = strip_symbols(&text);
+    let text = fold_full_width(&text);
     let text = tidy_whitespace(&text);
     text.chars().any(char::is_alphanumeric).then_some(text)
 }
@@ -191,6 +194,28 @@ fn strip_symbols(text: &str) -> String {
     out
 }
 
+/// Full-width alphanumerics and `％` → ASCII; a full-width `．` between digits is a decimal point.
+fn fold_full_width(text: &str) -> String {
+    let ascii = |c: char| match c {
+        '０'..='９' | 'Ａ'..='Ｚ' | 'ａ'..='ｚ' | '％' => char::from_u32(c as u32 - 0xFEE0),
+        _ => None,
+    };
+    let chars: Vec<char> = text.chars().collect();
+    let digit =
+        |i: Option<&char>| i.is_some_and(|c| c.is_ascii_digit() || ('０'..='９').contains(c));
+    chars
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            if c == '．' && i > 0 && digit(chars.get(i - 1)) && digit(chars.get(i + 1)) {
+                '.'
+            } else {
+                ascii(c).unwrap_or(c)
+            }
+        })
+        .collect()
+}
+
 /// Collapses whitespace runs to one space and removes spaces that removals left before punctuation.
 fn tidy_whitespace(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -234,6 +259,7 @@ impl Stage for TtsFilter {
             display_text,
             tts_text,
             actions: draft.actions,
+            display_spans: draft.display_spans,
         }));
         self.next_index += 1;
     }

@@ -126,6 +126,7 @@ fn draft(display: &str, tts: &str, actions: Vec<Action>) -> PipelineItem {
         display_text: display.into(),
         tts_text: tts.into(),
         actions,
+        display_spans: vec![],
     })
 }
 
@@ -159,18 +160,21 @@ fn stage_finishes_drafts_into_numbered_sentences() {
                 display_text: "**Hi** there".into(),
                 tts_text: some("Hi there"),
                 actions: vec![],
+                display_spans: vec![],
             }),
             call,
             PipelineItem::Sentence(Sentence {
                 index: 1,
                 display_text: "🎉".into(),
                 tts_text: None,
-                actions: vec![]
+                actions: vec![],
+                display_spans: vec![],
             }),
             PipelineItem::Sentence(Sentence {
                 index: 2,
                 display_text: String::new(),
                 tts_text: None,
+                display_spans: vec![],
                 actions: joy
             }),
         ]

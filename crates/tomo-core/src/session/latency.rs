@@ -10,6 +10,8 @@ pub(crate) struct LatencyTracker {
     turn_id: TurnId,
     origin: LatencyOrigin,
     start: Instant,
+    /// When the end of the turn was decided (voice turns).
+    end_of_turn: Option<Instant>,
     asr_done: Option<Instant>,
     first_token: Option<Instant>,
     first_sentence: Option<Instant>,
@@ -24,10 +26,20 @@ impl LatencyTracker {
     }
 
     /// A voice turn whose ASR just finished, `asr` after the end of speech.
+    #[cfg(test)]
     pub fn spoken(turn_id: TurnId, asr: Duration) -> Self {
+        Self::spoken_after(turn_id, Duration::ZERO, asr)
+    }
+
+    /// A voice turn whose end was decided `end_of_turn` after the last word, and whose ASR finished
+    /// `asr` after that (just now): the clock starts at the last word.
+    pub fn spoken_after(turn_id: TurnId, end_of_turn: Duration, asr: Duration) -> Self {
         let now = Instant::now();
-        let speech_end = now.checked_sub(asr).unwrap_or(now);
-        Self::new(turn_id, LatencyOrigin::SpeechEnd, speech_end, Some(now))
+        let decided = now.checked_sub(asr).unwrap_or(now);
+        let speech_end = decided.checked_sub(end_of_turn).unwrap_or(decided);
+        let mut tracker = Self::new(turn_id, LatencyOrigin::SpeechEnd, speech_end, Some(now));
+        tracker.end_of_turn = Some(decided);
+        tracker
     }
 
     fn new(
@@ -40,6 +52,7 @@ impl LatencyTracker {
             turn_id,
             origin,
             start,
+            end_of_turn: None,
             asr_done,
             first_token: None,
             first_sentence: None,
@@ -85,6 +98,7 @@ impl LatencyTracker {
         Some(Event::LatencyReport {
             turn_id: self.turn_id,
             origin: self.origin,
+            end_of_turn_ms: since(self.end_of_turn),
             asr_done_ms: since(self.asr_done),
             first_token_ms: since(self.first_token),
             first_sentence_ms: since(self.first_sentence),
@@ -122,6 +136,7 @@ mod tests {
             display_text: "Hi.".into(),
             tts_text: Some("Hi.".into()),
             actions: vec![],
+            display_spans: vec![],
         };
         assert!(
             tracker

@@ -7,6 +7,7 @@ mod answers;
 mod approvals;
 mod character;
 pub mod compress;
+pub mod heard;
 mod hooks;
 mod latency;
 mod llm_settings;
@@ -102,6 +103,7 @@ pub async fn start_session(
         mic_muted: false,
         do_not_disturb: false,
         push_to_talk: false,
+        half_duplex: false,
         observations: VecDeque::new(),
         secrets: Vec::new(),
         approvals,
@@ -140,6 +142,7 @@ struct Coordinator {
     mic_muted: bool,
     do_not_disturb: bool,
     push_to_talk: bool,
+    half_duplex: bool,
     /// Recent sensor observations, for the next proactive turn.
     observations: VecDeque<Observation>,
     /// Key values no event may carry (see `redaction.rs`).
@@ -322,7 +325,11 @@ impl Coordinator {
                     self.transition(SessionState::Listening);
                 }
             }
-            Op::SpeechEnded { transcript, asr_ms } => {
+            Op::SpeechEnded {
+                transcript,
+                asr_ms,
+                end_of_turn_ms,
+            } => {
                 let text = transcript.trim().to_owned();
                 if text.is_empty() {
                     // Noise or a cough: no turn.
@@ -333,7 +340,11 @@ impl Coordinator {
                 }
                 self.stop_current_turn().await;
                 self.emit(Event::UserTranscript { text: text.clone() });
-                self.start_turn(text, None, Some(std::time::Duration::from_millis(asr_ms)));
+                let waited = (
+                    std::time::Duration::from_millis(end_of_turn_ms),
+                    std::time::Duration::from_millis(asr_ms),
+                );
+                self.start_turn(text, None, Some(waited));
             }
             Op::Interrupt => {
                 if let Some(active) = &self.current {
@@ -370,6 +381,10 @@ impl Coordinator {
             }
             Op::SetPushToTalk { enabled } => {
                 self.push_to_talk = enabled;
+                self.mode_changed();
+            }
+            Op::SetHalfDuplex { enabled } => {
+                self.half_duplex = enabled;
                 self.mode_changed();
             }
             // Relayed to the microphone front end, which turns a press into speech_started (the user
@@ -411,16 +426,17 @@ impl Coordinator {
             mic_muted: self.mic_muted,
             do_not_disturb: self.do_not_disturb,
             push_to_talk: self.push_to_talk,
+            half_duplex: self.half_duplex,
         });
     }
 
-    /// `proactive`: the reason, for a turn the character starts on its own. `asr`: for a voice turn, how
-    /// long recognition took after the end of speech.
+    /// `proactive`: the reason, for a turn the character starts on its own. `waited`: for a voice turn,
+    /// how long the end of the turn took to decide after the last word, and ASR after that.
     fn start_turn(
         &mut self,
         user_text: String,
         proactive: Option<String>,
-        asr: Option<std::time::Duration>,
+        waited: Option<(std::time::Duration, std::time::Duration)>,
     ) {
         let id = self.character.next_turn_id();
         let shown_text = match &proactive {
@@ -447,8 +463,8 @@ impl Coordinator {
             cancel.clone(),
             self.turn_tx.clone(),
         ));
-        let latency = match asr {
-            Some(asr) => LatencyTracker::spoken(id, asr),
+        let latency = match waited {
+            Some((end_of_turn, asr)) => LatencyTracker::spoken_after(id, end_of_turn, asr),
             None => LatencyTracker::typed(id),
         };
         self.current = Some(ActiveTurn {

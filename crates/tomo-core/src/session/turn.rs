@@ -9,11 +9,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::character::Character;
+use super::heard;
 use super::hooks::{self, HookFailure};
 use super::prompt;
 use crate::history::HistoryRecord;
 use crate::pipeline::{Pipeline, PipelineItem, PipelineOutput};
-use crate::sink::{OutputSink, SinkError};
+use crate::sink::{OutputSink, Playhead, SinkError};
 use tomo_llm::ChatMessage;
 use tomo_llm::agent::{self, AgentError, TurnItem, TurnTranscript};
 use tomo_llm::tools::ToolContext;
@@ -167,17 +168,22 @@ async fn execute(
                 end: outcome.end,
                 text: outcome.transcript.text.clone(),
             });
-            save_transcript(
-                character,
-                turn_id,
-                input.proactive,
-                &outcome.transcript,
-                false,
-                reporter,
-            );
+            // On speakers the answer is stored once it was heard (or as far as it was, on an
+            // interrupt); a text answer has been seen whole already.
+            let heard_later = sink.plays_audio();
+            if !heard_later {
+                save_transcript(
+                    character,
+                    turn_id,
+                    input.proactive,
+                    &outcome.transcript,
+                    false,
+                    reporter,
+                );
+            }
             let turn = Arc::new(TurnRecord {
                 user_text: input.user_text.clone(),
-                assistant_text: outcome.transcript.text,
+                assistant_text: outcome.transcript.text.clone(),
                 proactive: input.proactive,
             });
             // Folding old turns into the summary runs while the output drains, off the hot path: a new
@@ -188,24 +194,49 @@ async fn execute(
                     () = character.compact_history(turn_id) => {}
                 }
             };
-            tokio::join!(
+            let (heard, ()) = tokio::join!(
                 finish_output(character, sink, turn_id, turn, hook_ctx, cancel, reporter),
                 compact
             );
+            if heard_later {
+                match heard {
+                    Heard::All => save_transcript(
+                        character,
+                        turn_id,
+                        input.proactive,
+                        &outcome.transcript,
+                        false,
+                        reporter,
+                    ),
+                    Heard::Until(playhead) => {
+                        let said = heard::heard_text(&spoken.shown, playhead);
+                        let cut = heard::heard_transcript(&outcome.transcript, &said);
+                        save_transcript(character, turn_id, input.proactive, &cut, true, reporter);
+                        reporter.event(Event::TurnAborted {
+                            turn_id,
+                            partial_text: said,
+                        });
+                    }
+                }
+            }
         }
         Err(AgentError::Cancelled { transcript }) => {
+            let playhead = sink.playhead(turn_id);
             sink.interrupt();
-            save_transcript(
-                character,
-                turn_id,
-                input.proactive,
-                &transcript,
-                true,
-                reporter,
-            );
+            let (stored, partial_text) = match playhead {
+                Some(playhead) => {
+                    let said = heard::heard_text(&spoken.shown, playhead);
+                    (heard::heard_transcript(&transcript, &said), said)
+                }
+                None => {
+                    let partial = transcript.text.clone();
+                    (transcript, partial)
+                }
+            };
+            save_transcript(character, turn_id, input.proactive, &stored, true, reporter);
             reporter.event(Event::TurnAborted {
                 turn_id,
-                partial_text: transcript.text,
+                partial_text,
             });
         }
         Err(AgentError::Llm { error, transcript }) => {
@@ -230,6 +261,13 @@ async fn execute(
     }
 }
 
+/// How much of a finished answer reached the user.
+enum Heard {
+    All,
+    /// Interrupted on speakers: up to here.
+    Until(Playhead),
+}
+
 /// Text complete: run after-turn hooks while the output drains, then after-playback hooks.
 async fn finish_output(
     character: &Character,
@@ -239,7 +277,7 @@ async fn finish_output(
     hook_ctx: Arc<HookContext>,
     cancel: &CancellationToken,
     reporter: &Reporter,
-) {
+) -> Heard {
     let after_turn = hooks::after(
         &character.hooks,
         hooks::AfterStage::Turn,
@@ -267,19 +305,30 @@ async fn finish_output(
             )
             .await;
             reporter.hook_failures(failures);
+            Heard::All
         }
         Err(SinkError::Interrupted) => {
+            let playhead = sink.playhead(turn_id);
             sink.interrupt();
-            reporter.event(Event::TurnAborted {
-                turn_id,
-                partial_text: turn.assistant_text.clone(),
-            });
+            match playhead {
+                Some(playhead) => Heard::Until(playhead),
+                None => {
+                    reporter.event(Event::TurnAborted {
+                        turn_id,
+                        partial_text: turn.assistant_text.clone(),
+                    });
+                    Heard::All
+                }
+            }
         }
-        Err(error) => reporter.event(Event::Error {
-            code: ErrorCode::Output,
-            message: error.to_string(),
-            recoverable: error.is_recoverable(),
-        }),
+        Err(error) => {
+            reporter.event(Event::Error {
+                code: ErrorCode::Output,
+                message: error.to_string(),
+                recoverable: error.is_recoverable(),
+            });
+            Heard::All
+        }
     }
 }
 
@@ -288,6 +337,8 @@ struct Spoken {
     turn_id: TurnId,
     pipeline: Pipeline,
     sentences: u32,
+    /// (index, display text) of every sentence shown, for what was heard of an interrupted answer.
+    shown: Vec<(u32, String)>,
 }
 
 impl Spoken {
@@ -303,6 +354,8 @@ impl Spoken {
                         reporter.send(TurnMsg::Speaking);
                     }
                     self.sentences += 1;
+                    self.shown
+                        .push((sentence.index, sentence.display_text.clone()));
                     if let Err(error) = sink.enqueue(self.turn_id, sentence) {
                         reporter.event(Event::Error {
                             code: ErrorCode::Output,
@@ -337,6 +390,7 @@ async fn consume_items(
         turn_id,
         pipeline: Pipeline::new(&character.pipeline_settings),
         sentences: 0,
+        shown: Vec::new(),
     };
     while let Some(item) = items.recv().await {
         match item {

@@ -2,6 +2,7 @@
 //! once, assembles tool calls, runs all calls of the round concurrently, feeds results back, continues.
 
 mod round;
+pub mod text_tools;
 
 use std::time::Duration;
 
@@ -100,10 +101,13 @@ pub async fn run_turn(
     let mut budget = round::TurnBudget::new(config);
     for round in 1..=max_rounds {
         transcript.rounds = round;
-        let streamed = round::stream_round(
+        let request = round::RoundRequest {
             client,
-            &messages,
-            &definitions,
+            messages: &messages,
+            tools: &definitions,
+        };
+        let streamed = round::stream_round(
+            &request,
             config,
             round,
             &tool_ctx.cancel,

@@ -7,6 +7,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::text_tools::TextToolFilter;
 use super::{AgentConfig, TurnItem};
 use crate::tools::{ToolContext, ToolError, ToolRegistry};
 use crate::{
@@ -74,13 +75,38 @@ impl TurnBudget {
     }
 }
 
+/// What one request sends: the client it goes through, the context and the tools offered.
+pub(super) struct RoundRequest<'a> {
+    pub client: &'a LlmClient,
+    pub messages: &'a [ChatMessage],
+    pub tools: &'a [ToolDefinition],
+}
+
+/// What one attempt of a request has produced so far (started afresh on each retry).
+struct Attempt {
+    text: String,
+    assembler: ToolCallAssembler,
+    forwarded_anything: bool,
+    /// Small models write tool calls as text: held back from the stream and run like structured ones.
+    text_calls: Option<TextCalls>,
+}
+
+impl Attempt {
+    fn new(tools: &[ToolDefinition]) -> Self {
+        Self {
+            text: String::new(),
+            assembler: ToolCallAssembler::default(),
+            forwarded_anything: false,
+            text_calls: (!tools.is_empty())
+                .then(|| TextCalls::new(tools.iter().map(|t| t.function.name.clone()))),
+        }
+    }
+}
+
 /// Streams one request. Text and reasoning are forwarded as they arrive. A failure before anything was
 /// forwarded is retried (if retryable) with exponential backoff; after that, retrying would repeat words.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn stream_round(
-    client: &LlmClient,
-    messages: &[ChatMessage],
-    tools: &[ToolDefinition],
+    request: &RoundRequest<'_>,
     config: &AgentConfig,
     round: u32,
     cancel: &CancellationToken,
@@ -89,27 +115,21 @@ pub(super) async fn stream_round(
 ) -> Result<StreamedRound, RoundError> {
     let mut attempt = 0;
     loop {
-        let mut text = String::new();
-        let mut assembler = ToolCallAssembler::default();
-        let mut forwarded_anything = false;
-        let result = stream_once(
-            client,
-            messages,
-            tools,
-            cancel,
-            items,
-            &mut text,
-            &mut assembler,
-            &mut forwarded_anything,
-            budget,
-        )
-        .await;
+        let mut progress = Attempt::new(request.tools);
+        let result = stream_once(request, cancel, items, &mut progress, budget).await;
+        let Attempt {
+            text,
+            assembler,
+            forwarded_anything,
+            text_calls,
+        } = progress;
         match result {
             Ok(()) => {
-                return Ok(StreamedRound {
-                    text,
-                    calls: assembler.finish(round),
-                });
+                let mut calls = assembler.finish(round);
+                if let Some(found) = text_calls {
+                    calls.extend(found.into_calls(round));
+                }
+                return Ok(StreamedRound { text, calls });
             }
             Err(RoundError::Llm { error, .. })
                 if !forwarded_anything && error.is_retryable() && attempt < config.max_retries =>
@@ -147,18 +167,19 @@ pub(super) async fn stream_round(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn stream_once(
-    client: &LlmClient,
-    messages: &[ChatMessage],
-    tools: &[ToolDefinition],
+    request: &RoundRequest<'_>,
     cancel: &CancellationToken,
     items: &mpsc::Sender<TurnItem>,
-    text: &mut String,
-    assembler: &mut ToolCallAssembler,
-    forwarded_anything: &mut bool,
+    progress: &mut Attempt,
     budget: &mut TurnBudget,
 ) -> Result<(), RoundError> {
+    let Attempt {
+        text,
+        assembler,
+        forwarded_anything,
+        text_calls,
+    } = progress;
     let cancelled = || RoundError::Cancelled {
         partial_text: String::new(),
     };
@@ -170,7 +191,7 @@ async fn stream_once(
     let mut stream: LlmStream = tokio::select! {
         () = cancel.cancelled() => return Err(cancelled()),
         () = tokio::time::sleep_until(deadline) => return Err(llm(budget.expired())),
-        started = client.stream_chat(messages, tools) => started.map_err(llm)?,
+        started = request.client.stream_chat(request.messages, request.tools) => started.map_err(llm)?,
     };
     loop {
         let next = tokio::select! {
@@ -179,7 +200,18 @@ async fn stream_once(
             next = stream.next() => next,
         };
         let event = match next {
-            None => return Ok(()),
+            None => {
+                if let Some(found) = text_calls.as_mut() {
+                    let rest = found.finish();
+                    if !rest.is_empty() {
+                        text.push_str(&rest);
+                        if items.send(TurnItem::Text(rest)).await.is_err() {
+                            return Err(cancelled());
+                        }
+                    }
+                }
+                return Ok(());
+            }
             Some(Err(error)) => return Err(llm(error)),
             Some(Ok(event)) => event,
         };
@@ -198,6 +230,13 @@ async fn stream_once(
         budget.spend(size).map_err(llm)?;
         match event {
             LlmEvent::Text(delta) => {
+                let delta = match text_calls.as_mut() {
+                    Some(found) => found.push(&delta),
+                    None => delta,
+                };
+                if delta.is_empty() {
+                    continue;
+                }
                 text.push_str(&delta);
                 *forwarded_anything = true;
                 if items.send(TurnItem::Text(delta)).await.is_err() {
@@ -218,6 +257,45 @@ async fn stream_once(
             LlmEvent::Finish(reason) => tracing::debug!(%reason, "round finished"),
             LlmEvent::Usage(usage) => tracing::debug!(%usage, "token usage"),
         }
+    }
+}
+
+/// The text filter of one request and the calls it found.
+struct TextCalls {
+    filter: TextToolFilter,
+    calls: Vec<super::text_tools::TextToolCall>,
+}
+
+impl TextCalls {
+    fn new(names: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            filter: TextToolFilter::new(names),
+            calls: Vec::new(),
+        }
+    }
+
+    /// The visible part of `delta`.
+    fn push(&mut self, delta: &str) -> String {
+        let out = self.filter.push(delta);
+        self.calls.extend(out.calls);
+        out.text
+    }
+
+    fn finish(&mut self) -> String {
+        let out = self.filter.finish();
+        self.calls.extend(out.calls);
+        out.text
+    }
+
+    fn into_calls(self, round: u32) -> impl Iterator<Item = AssembledCall> {
+        self.calls
+            .into_iter()
+            .enumerate()
+            .map(move |(n, call)| AssembledCall {
+                id: format!("call_r{round}_text{n}"),
+                name: call.name,
+                arguments: call.arguments,
+            })
     }
 }
 

@@ -208,6 +208,7 @@ async fn mood_tags_and_emotions_move_the_score_and_persist() {
             display_text: "Hi.".into(),
             tts_text: Some("Hi.".into()),
             actions,
+            display_spans: vec![],
         },
     };
     h.events

@@ -1,12 +1,12 @@
 //! Speech to text: local whisper.cpp ([`whisper::WhisperAsr`]) or an OpenAI-compatible service
-//! ([`cloud::CloudAsr`]), and a word error rate to measure them.
+//! ([`cloud::CloudAsr`]), and word and character error rates to measure them.
 
 pub mod cloud;
 mod wer;
 pub mod whisper;
 
 pub use cloud::CloudAsr;
-pub use wer::{normalize_words, word_error_rate};
+pub use wer::{character_error_rate, normalize_words, word_error_rate};
 pub use whisper::{WhisperAsr, WhisperConfig};
 
 /// What the user said.

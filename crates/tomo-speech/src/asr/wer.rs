@@ -18,8 +18,24 @@ pub fn normalize_words(text: &str) -> Vec<String> {
 
 /// WER of `hypothesis` against `reference`. An empty reference gives 0 for an empty hypothesis, else 1.
 pub fn word_error_rate(reference: &str, hypothesis: &str) -> f64 {
-    let reference = normalize_words(reference);
-    let hypothesis = normalize_words(hypothesis);
+    edit_rate(&normalize_words(reference), &normalize_words(hypothesis))
+}
+
+/// Character error rate, for languages written without spaces (Chinese, Japanese): the edit distance over
+/// letters and digits (punctuation and spaces removed, case folded) divided by the reference's count.
+pub fn character_error_rate(reference: &str, hypothesis: &str) -> f64 {
+    let chars = |text: &str| -> Vec<char> {
+        text.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    edit_rate(&chars(reference), &chars(hypothesis))
+}
+
+/// Levenshtein distance of `hypothesis` from `reference` over their units, divided by the reference's
+/// length.
+fn edit_rate<T: PartialEq>(reference: &[T], hypothesis: &[T]) -> f64 {
     if reference.is_empty() {
         return if hypothesis.is_empty() { 0.0 } else { 1.0 };
     }
@@ -55,6 +71,16 @@ mod tests {
             1.0 / 3.0
         );
         assert_eq!(word_error_rate("a b", "c d e f"), 2.0);
+    }
+
+    #[test]
+    fn character_error_rate_ignores_punctuation_and_spaces() {
+        assert_eq!(character_error_rate("你好，世界。", "你好 世界"), 0.0);
+        assert_eq!(
+            character_error_rate("我有三个苹果", "我有山个苹果"),
+            1.0 / 6.0
+        );
+        assert_eq!(character_error_rate("今天", ""), 1.0);
     }
 
     #[test]

@@ -16,6 +16,9 @@ const MIN_SAMPLES: usize = 1_600;
 const SILENCE_RMS: f32 = 0.004;
 /// Segments whisper itself rates as probably not speech are dropped (its own default threshold).
 const NO_SPEECH_THRESHOLD: f32 = 0.6;
+/// Whisper writes Chinese in traditional or simplified characters as its training data happened to; a
+/// prompt in simplified Mandarin steers it to simplified (what Tomo's characters and LLMs write).
+const MANDARIN_PROMPT: &str = "以下是普通话的句子。";
 
 #[derive(Debug, Clone)]
 pub struct WhisperConfig {
@@ -174,6 +177,9 @@ impl WhisperAsr {
         };
         let mut params = FullParams::new(strategy);
         params.set_language(Some(language.unwrap_or("auto")));
+        if language == Some("zh") {
+            params.set_initial_prompt(MANDARIN_PROMPT);
+        }
         params.set_n_threads(self.config.threads.max(1) as i32);
         params.set_no_timestamps(true);
         params.set_suppress_blank(true);

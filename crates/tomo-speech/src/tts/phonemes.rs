@@ -26,6 +26,9 @@ pub const EOS: char = '$';
 pub struct Espeak {
     binary: PathBuf,
     voice: String,
+    /// Joins the letters of one phoneme (`a^ɪ`, `t^ʃ`) so a mapping can tell diphthongs and affricates from
+    /// two phonemes in a row; Kokoro's front end needs that, Piper's voices were trained without it.
+    tie: Option<char>,
 }
 
 impl Espeak {
@@ -38,6 +41,7 @@ impl Espeak {
         let espeak = Self {
             binary: binary.into(),
             voice: voice.to_owned(),
+            tie: None,
         };
         check_voice(&espeak.binary, voice)?;
         Ok(espeak)
@@ -45,6 +49,13 @@ impl Espeak {
 
     pub fn voice(&self) -> &str {
         &self.voice
+    }
+
+    /// Marks multi-letter phonemes with `tie` (espeak-ng `--tie`).
+    #[must_use]
+    pub fn with_tie(mut self, tie: char) -> Self {
+        self.tie = Some(tie);
+        self
     }
 
     /// Piper phonemes of `text`, one string per sentence (clauses inside a sentence joined by spaces, each
@@ -78,12 +89,10 @@ impl Espeak {
     fn phonemize_clause(&self, clause: &str) -> Result<String, TtsError> {
         // Newlines would not change espeak's clauses but could end its input early in some modes.
         let input = clause.replace(['\n', '\r'], " ");
-        let output = cli::run(
-            &self.binary,
-            "espeak-ng",
-            &["-q", "--ipa", "-v", &self.voice],
-            Some(&input),
-        )?;
+        let tie = self.tie.map(|c| format!("--tie={c}"));
+        let mut args = vec!["-q", "--ipa", "-v", &self.voice];
+        args.extend(tie.as_deref());
+        let output = cli::run(&self.binary, "espeak-ng", &args, Some(&input))?;
         let ipa = String::from_utf8_lossy(&output.stdout);
         Ok(ipa
             .lines()

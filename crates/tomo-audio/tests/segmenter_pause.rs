@@ -1,0 +1,81 @@
+//! Speculative recognition: the segmenter offers the utterance so far when the speaker pauses, once per
+//! pause; when the turn ends without more speech the final segment holds the same words (same start and
+//! speech end), and after more speech it does not.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use tomo_audio::{
+    FRAME_DURATION, FRAME_SAMPLES, Segmenter, SegmenterConfig, SegmenterEvent, SpeechSegment,
+    TurnEnd, VadError, VoiceActivity,
+};
+
+struct Scripted(Vec<f32>, usize);
+
+impl VoiceActivity for Scripted {
+    fn speech_probability(&mut self, _frame: &[f32]) -> Result<f32, VadError> {
+        let p = self.0.get(self.1).copied().unwrap_or(0.0);
+        self.1 += 1;
+        Ok(p)
+    }
+    fn reset(&mut self) {}
+}
+
+fn run(runs: &[(usize, f32)]) -> (Vec<SpeechSegment>, Vec<SpeechSegment>) {
+    let probabilities: Vec<f32> = runs
+        .iter()
+        .flat_map(|&(n, p)| std::iter::repeat_n(p, n))
+        .collect();
+    let frames = probabilities.len();
+    let config = SegmenterConfig {
+        onset: FRAME_DURATION * 2,
+        pre_roll: FRAME_DURATION * 4,
+        hangover: FRAME_DURATION * 10,
+        post_roll: FRAME_DURATION * 2,
+        min_speech: FRAME_DURATION * 5,
+        speculate_after: Some(FRAME_DURATION * 3),
+        ..SegmenterConfig::default()
+    };
+    let mut segmenter = Segmenter::new(Scripted(probabilities, 0), &config);
+    let (mut pauses, mut segments) = (Vec::new(), Vec::new());
+    for _ in 0..frames {
+        for event in segmenter.push(&[0.0; FRAME_SAMPLES]).unwrap() {
+            match event {
+                SegmenterEvent::Pause(snapshot) => pauses.push(snapshot),
+                SegmenterEvent::Segment(segment) => segments.push(segment),
+                _ => {}
+            }
+        }
+    }
+    (pauses, segments)
+}
+
+#[test]
+fn a_pause_offers_the_utterance_once_and_the_final_segment_matches_it() {
+    let (pauses, segments) = run(&[(5, 0.0), (20, 0.9), (15, 0.0)]);
+    assert_eq!(pauses.len(), 1, "one offer per pause");
+    assert_eq!(segments.len(), 1);
+    let (pause, done) = (&pauses[0], &segments[0]);
+    assert_eq!(pause.ended_by, TurnEnd::Paused);
+    assert_eq!(done.ended_by, TurnEnd::Hangover);
+    assert_eq!(
+        (pause.start, pause.speech_end),
+        (done.start, done.speech_end)
+    );
+    // The snapshot already holds every speech frame of the final segment.
+    let speech = ((done.speech_end - done.start).as_micros() * 16 / 1000) as usize;
+    assert!(pause.samples.len() >= speech);
+}
+
+#[test]
+fn speech_after_the_pause_makes_the_offer_stale_and_a_new_pause_offers_again() {
+    let (pauses, segments) = run(&[(5, 0.0), (10, 0.9), (5, 0.0), (10, 0.9), (15, 0.0)]);
+    assert_eq!(pauses.len(), 2);
+    assert_eq!(segments.len(), 1);
+    assert_ne!(pauses[0].speech_end, segments[0].speech_end, "stale");
+    assert_eq!(pauses[1].speech_end, segments[0].speech_end);
+}
+
+#[test]
+fn too_little_speech_is_not_offered() {
+    let (pauses, segments) = run(&[(5, 0.0), (3, 0.9), (15, 0.0)]);
+    assert!(pauses.is_empty() && segments.is_empty());
+}

@@ -1,0 +1,346 @@
+//! `tomo bench voice --device`: what the user hears, measured at the sound device. Spoken questions are
+//! played into the output device while the session listens on the input device (a PulseAudio null
+//! sink and its monitor make the two one loop); a second, independent recording of the input device
+//! (the "ear") hears the question and the answer, and the gap between the last sample of the question's
+//! speech and the first sample of the answer is the latency the user feels. The session's own latency
+//! report gives the breakdown.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use tokio::sync::mpsc;
+use tomo_audio::output::{AudioOutput, Clip};
+use tomo_audio::{Audio, Capture, CaptureConfig, RodioOutput, SAMPLE_RATE, read_wav_mono};
+use tomo_protocol::{Event, EventEnvelope};
+use tomo_runtime::{Duplex, ModelInstall, SessionBuilder, SessionFlags, VoiceIn, VoiceOut};
+use tomo_testkit::{ScriptedServer, script};
+
+use crate::bench::{ANSWER, QUESTIONS, VoiceBenchArgs, percentile, speak_with_flite};
+
+/// 10 ms blocks for finding sound in the recording.
+const BLOCK: usize = (SAMPLE_RATE / 100) as usize;
+/// RMS above which a block is sound (the null sink is digital silence otherwise).
+const SOUND_RMS: f32 = 0.003;
+/// Silence at least this long ends the question (the answer cannot come sooner than this).
+const GAP_MIN: Duration = Duration::from_millis(250);
+
+/// One measured turn, in milliseconds.
+struct Turn {
+    heard_gap: u64,
+    end_of_turn: u64,
+    asr_done: u64,
+    first_token: u64,
+    first_sentence: u64,
+    first_audio: u64,
+}
+
+pub async fn run(
+    args: VoiceBenchArgs,
+    mut profile: tomo_config::profile::Profile,
+) -> anyhow::Result<()> {
+    profile.plugins.enabled.clear();
+    let reply = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
+    let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
+    let scratch = tempfile::tempdir()?;
+    let mut questions = Vec::new();
+    for (i, text) in QUESTIONS.iter().enumerate() {
+        let path = scratch.path().join(format!("q{i}.wav"));
+        speak_with_flite(text, &path)?;
+        questions.push(read_wav_mono(&path)?);
+    }
+    let first = Duration::from_millis(args.first_token_ms);
+    let per = Duration::from_millis(args.token_ms);
+    let server = ScriptedServer::start(
+        (0..args.n + 1)
+            .map(|_| script::text_reply_with_delay(&reply, first, per))
+            .collect(),
+    )
+    .await?;
+    let flags = SessionFlags {
+        llm_base_url: Some(server.base_url()),
+        data_dir: Some(scratch.path().join("data")),
+        ..SessionFlags::default()
+    };
+    let duplex = if args.barge_in {
+        Duplex::Full
+    } else {
+        Duplex::Half
+    };
+    let (session, mut events) = SessionBuilder::new(&args.profile, profile)
+        .env(flags.env_options())
+        .voice_out(VoiceOut::Speakers { workers: 2 })
+        .voice_in(VoiceIn::Microphone { duplex })
+        .install(ModelInstall::Require)
+        .start()
+        .await?;
+    if session.microphone.is_none() {
+        bail!("the session has no microphone (start a sound device, e.g. scripts/pulse-null.sh)");
+    }
+    let ear = Ear::start()?;
+    let mouth = RodioOutput::open(None).context("no output device to play the questions on")?;
+    // Let the devices and the recognizer warm up.
+    settle(&mut events, Duration::from_secs(3)).await;
+    let idle_cpu = idle_cpu(Duration::from_secs(10)).await;
+
+    let mut turns = Vec::new();
+    for turn in 0..args.n {
+        let question = &questions[turn % questions.len()];
+        let from = ear.len();
+        play(&mouth, question.clone())?;
+        let report = answer(&mut events, Duration::from_secs(40)).await;
+        // The answer's tail and the device's buffer reach the recording a little later.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let Some(report) = report else {
+            eprintln!("turn {turn}: no answer was played (nothing heard?)");
+            continue;
+        };
+        let recording = ear.since(from);
+        match heard_gap(&recording) {
+            Some(gap) => {
+                let mut measured = report;
+                measured.heard_gap = gap.as_millis() as u64;
+                eprintln!(
+                    "turn {turn}: heard after {} ms (session: end of turn {} ms, first audio {} ms)",
+                    measured.heard_gap, measured.end_of_turn, measured.first_audio
+                );
+                turns.push(measured);
+            }
+            None => eprintln!("turn {turn}: the recording holds no question-then-answer"),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    session.shutdown().await;
+    if turns.is_empty() {
+        bail!("no turn could be measured at the device");
+    }
+    println!(
+        "voice turns at the device: {} of {} (scripted LLM: first token after {} ms, {} ms per token; voice {}; {})",
+        turns.len(),
+        args.n,
+        args.first_token_ms,
+        args.token_ms,
+        voice_used,
+        if args.barge_in {
+            "full duplex, echo cancelled"
+        } else {
+            "half duplex"
+        }
+    );
+    let column = |label: &str, values: Vec<u64>| {
+        let mut values = values;
+        values.sort_unstable();
+        println!(
+            "  {label:<44} p50 {:>5} ms   p90 {:>5} ms",
+            percentile(&values, 50),
+            percentile(&values, 90)
+        );
+    };
+    column(
+        "last word heard -> first answer sound heard",
+        turns.iter().map(|t| t.heard_gap).collect(),
+    );
+    println!("  breakdown (session clock, from the last word):");
+    column(
+        "  end of turn decided",
+        turns.iter().map(|t| t.end_of_turn).collect(),
+    );
+    column(
+        "  transcript ready",
+        turns.iter().map(|t| t.asr_done).collect(),
+    );
+    column(
+        "  first LLM token",
+        turns.iter().map(|t| t.first_token).collect(),
+    );
+    column(
+        "  first sentence",
+        turns.iter().map(|t| t.first_sentence).collect(),
+    );
+    column(
+        "  first audio handed to the device",
+        turns.iter().map(|t| t.first_audio).collect(),
+    );
+    column(
+        "  output device + capture delay (rest)",
+        turns
+            .iter()
+            .map(|t| t.heard_gap.saturating_sub(t.first_audio))
+            .collect(),
+    );
+    println!(
+        "  whole process CPU while listening idle: {idle_cpu:.1} % of one core (includes the ear)"
+    );
+    Ok(())
+}
+
+/// An independent recording of the input device, as the user's ear.
+struct Ear {
+    samples: Arc<Mutex<Vec<f32>>>,
+    _capture: Capture,
+}
+
+impl Ear {
+    fn start() -> anyhow::Result<Self> {
+        let (capture, streams) = Capture::spawn(CaptureConfig::default())?;
+        capture.start()?;
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&samples);
+        std::thread::spawn(move || {
+            while let Ok(frame) = streams.frames.recv() {
+                if let Ok(mut all) = sink.lock() {
+                    all.extend_from_slice(&frame);
+                }
+            }
+        });
+        Ok(Self {
+            samples,
+            _capture: capture,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.samples.lock().map_or(0, |s| s.len())
+    }
+
+    fn since(&self, from: usize) -> Vec<f32> {
+        self.samples
+            .lock()
+            .map(|s| s.get(from..).unwrap_or_default().to_vec())
+            .unwrap_or_default()
+    }
+}
+
+fn play(mouth: &RodioOutput, audio: Audio) -> anyhow::Result<()> {
+    mouth.play(Clip {
+        audio,
+        on_start: None,
+        on_finish: None,
+    })?;
+    Ok(())
+}
+
+/// Waits for the next voice turn to play its answer; its latency report, or `None` after `timeout`.
+async fn answer(
+    events: &mut mpsc::UnboundedReceiver<EventEnvelope>,
+    timeout: Duration,
+) -> Option<Turn> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut report = None;
+    loop {
+        let envelope = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .ok()??;
+        match envelope.event {
+            Event::LatencyReport {
+                end_of_turn_ms,
+                asr_done_ms,
+                first_token_ms,
+                first_sentence_ms,
+                first_audio_ms: Some(first_audio),
+                ..
+            } => {
+                report = Some(Turn {
+                    heard_gap: 0,
+                    end_of_turn: end_of_turn_ms.unwrap_or(0),
+                    asr_done: asr_done_ms.unwrap_or(0),
+                    first_token: first_token_ms.unwrap_or(0),
+                    first_sentence: first_sentence_ms.unwrap_or(0),
+                    first_audio,
+                });
+            }
+            Event::PlaybackDrained { .. } if report.is_some() => return report,
+            Event::TurnAborted { .. } => return None,
+            _ => {}
+        }
+    }
+}
+
+async fn settle(events: &mut mpsc::UnboundedReceiver<EventEnvelope>, time: Duration) {
+    let deadline = tokio::time::Instant::now() + time;
+    while tokio::time::timeout_at(deadline, events.recv())
+        .await
+        .is_ok()
+    {}
+}
+
+/// The process's CPU over `time` while nothing happens, in % of one core.
+async fn idle_cpu(time: Duration) -> f64 {
+    let before = process_cpu();
+    let started = Instant::now();
+    tokio::time::sleep(time).await;
+    let used = process_cpu().saturating_sub(before);
+    used.as_secs_f64() / started.elapsed().as_secs_f64() * 100.0
+}
+
+/// User + system CPU time of this process so far (Linux `/proc/self/stat`, clock ticks of 10 ms).
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string(Path::new("/proc/self/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    Duration::from_millis((ticks(11) + ticks(12)) * 10)
+}
+
+/// From the end of the question's speech to the first sound of the answer, in the recording of one
+/// turn: the first sound is the question; the first silence of at least [`GAP_MIN`] after it ends it;
+/// the next sound is the answer.
+fn heard_gap(recording: &[f32]) -> Option<Duration> {
+    let sound: Vec<bool> = recording
+        .chunks(BLOCK)
+        .map(|block| {
+            (block.iter().map(|s| s * s).sum::<f32>() / block.len() as f32).sqrt() > SOUND_RMS
+        })
+        .collect();
+    let gap_blocks = (GAP_MIN.as_millis() / 10) as usize;
+    let start = sound.iter().position(|s| *s)?;
+    let mut last_sound = start;
+    let mut index = start;
+    while index < sound.len() {
+        if sound[index] {
+            if index - last_sound > gap_blocks {
+                let gap = index - last_sound - 1;
+                return Some(Duration::from_millis(gap as u64 * 10));
+            }
+            last_sound = index;
+        }
+        index += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tone(ms: usize) -> Vec<f32> {
+        (0..ms * 16).map(|i| (i as f32 * 0.3).sin() * 0.2).collect()
+    }
+
+    fn silence(ms: usize) -> Vec<f32> {
+        vec![0.0; ms * 16]
+    }
+
+    #[test]
+    fn the_gap_runs_from_the_question_to_the_answer_and_ignores_short_pauses() {
+        let mut recording = silence(300);
+        recording.extend(tone(800));
+        recording.extend(silence(120)); // a pause between words
+        recording.extend(tone(500));
+        recording.extend(silence(830));
+        recording.extend(tone(1000));
+        assert_eq!(heard_gap(&recording), Some(Duration::from_millis(830)));
+        assert_eq!(heard_gap(&silence(1000)), None);
+        assert_eq!(heard_gap(&tone(1000)), None);
+    }
+}

@@ -1,0 +1,204 @@
+//! Talking over the character on speakers, for real: `tomo run` speaks a long answer into the PulseAudio
+//! null sink and listens on its monitor (so it hears its own voice, as on speakers in a room); echo
+//! cancellation keeps it from hearing itself, and a question played over the answer interrupts it. The
+//! user's words become the next turn, and history keeps only what was heard of the cut answer.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as StdCommand, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use tomo_speech::models::{ModelStatus, ModelStore};
+use tomo_testkit::{ScriptedServer, script};
+
+const STORY: &str = "Once upon a time a small grey cat lived on a windowsill in a quiet town. \
+    Every morning she watched the birds in the garden and counted the clouds. \
+    In the afternoon she slept in the sun and dreamed of fish. \
+    In the evening she waited for her friend to come home from work. \
+    And every night she purred until the whole house fell asleep.";
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+fn ready() -> bool {
+    let store = ModelStore::from_env().unwrap();
+    let models = [
+        "silero-vad",
+        "onnxruntime",
+        "whisper-base",
+        "piper-en-joe",
+        "smart-turn-v3",
+    ]
+    .iter()
+    .all(|m| matches!(store.status(m), Ok(ModelStatus::Installed)));
+    let pulse = StdCommand::new("bash")
+        .arg(repo("scripts/pulse-null.sh"))
+        .output();
+    let pulse_ok = pulse.as_ref().is_ok_and(|o| o.status.success());
+    if !(models && pulse_ok) {
+        let message = format!("voice models installed: {models}, PulseAudio null sink: {pulse_ok}");
+        assert!(std::env::var_os("CI").is_none(), "{message}");
+        println!("skipped: {message}");
+        return false;
+    }
+    true
+}
+
+fn flite(text: &str, path: &Path) {
+    let made = StdCommand::new("flite")
+        .args(["-voice", "slt", "-t", text, "-o"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "full duplex is opt-in: on the loaded 2-core null-sink loop the echo path shifts after underruns and \
+            the character still hears itself in some turns (README, Live conversation); run with --ignored"]
+async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next_turn() {
+    if !ready() {
+        return;
+    }
+    let server = ScriptedServer::start(vec![
+        script::text_reply(STORY),
+        script::text_reply("[joy] Dogs are loyal and love long walks."),
+        script::text_reply("unused"),
+    ])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (ask, cut_in) = (dir.path().join("ask.wav"), dir.path().join("cut.wav"));
+    flite("Tell me a story about a cat.", &ask);
+    flite("Stop please. Tell me about dogs instead.", &cut_in);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tomo"))
+        .env("TOMO_LLM_BASE_URL", server.base_url())
+        .env("TOMO_DATA_DIR", dir.path().join("data"))
+        .env("RUST_LOG", "tomo_runtime=debug,warn")
+        .args(["run", "--json", "--barge-in", "--profile"])
+        .arg(repo("crates/tomo-cli/tests/fixtures/voice/profile.toml"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let _stdin = child.stdin.take();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            if line.contains("listening on") {
+                return;
+            }
+        }
+        panic!("tomo run ended before listening");
+    })
+    .await
+    .expect("tomo run never started listening");
+    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(
+        Command::new("paplay")
+            .arg(&ask)
+            .status()
+            .await
+            .unwrap()
+            .success()
+    );
+
+    let mut events: Vec<Value> = Vec::new();
+    let mut next_event = async || -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(90), stdout.next_line())
+            .await
+            .expect("no event in time")
+            .unwrap()
+            .expect("tomo run ended");
+        serde_json::from_str(&line).unwrap()
+    };
+    // The story is playing: its third sentence has started.
+    loop {
+        let event = next_event().await;
+        let third = event["type"] == "audio_started" && event["sentence_index"] == 2;
+        assert_ne!(
+            event["type"], "turn_aborted",
+            "the character interrupted itself: {events:#?}"
+        );
+        events.push(event);
+        if third {
+            break;
+        }
+    }
+    // The user talks over it.
+    assert!(
+        Command::new("paplay")
+            .arg(&cut_in)
+            .status()
+            .await
+            .unwrap()
+            .success()
+    );
+    let partial = loop {
+        let event = next_event().await;
+        let aborted = (event["type"] == "turn_aborted").then(|| event["partial_text"].clone());
+        events.push(event);
+        if let Some(partial) = aborted {
+            break partial.as_str().unwrap().to_owned();
+        }
+    };
+    assert!(
+        !partial.is_empty() && partial.len() < STORY.len() && STORY.starts_with(&partial[..20]),
+        "heard so far: {partial:?}"
+    );
+    // Two sentences had played before the cut, the end of the story had not.
+    assert!(partial.contains("counted the clouds"), "{partial}");
+    assert!(!partial.contains("purred"), "{partial}");
+    let heard = loop {
+        let event = next_event().await;
+        let transcript = (event["type"] == "user_transcript").then(|| event["text"].clone());
+        events.push(event);
+        if let Some(text) = transcript {
+            break text.as_str().unwrap().to_lowercase();
+        }
+    };
+    assert!(
+        heard.contains("dogs"),
+        "the cut-in became the next turn: {heard:?}"
+    );
+    loop {
+        let event = next_event().await;
+        let done = event["type"] == "turn_finished";
+        events.push(event);
+        if done {
+            break;
+        }
+    }
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "one answer, cut; one for the cut-in");
+    let messages = requests[1].messages().to_vec();
+    let cut_answer = messages[messages.len() - 2]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        cut_answer.starts_with(&partial) && cut_answer.contains("interrupted"),
+        "the model is told where it was cut off: {cut_answer:?}"
+    );
+    assert!(
+        messages.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("dogs")
+    );
+    child.start_kill().unwrap();
+}

@@ -1,0 +1,132 @@
+//! An answer interrupted on speakers: history, `turn_aborted` and the next request keep only what the
+//! user heard — the sentences played to the end and the playing one up to its share of the audio — and
+//! the cut is marked so the model knows where it was stopped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tomo_core::session::heard::CUT_MARKER;
+use tomo_core::sink::{OutputSink, Playhead, SinkError};
+use tomo_protocol::{Event, Op, Sentence, TurnId};
+use tomo_testkit::{ScriptedServer, script};
+
+use support::session::{collect_until, environment, is_idle, say, start, write_profile};
+
+/// Speakers that are still playing the answer when the user cuts in, at a playhead the test sets.
+#[derive(Default)]
+struct Speakers {
+    playhead: Mutex<Option<Playhead>>,
+    sentences: Mutex<Vec<Sentence>>,
+    pending: Mutex<Option<oneshot::Sender<Result<(), SinkError>>>>,
+}
+
+impl OutputSink for Speakers {
+    fn enqueue(&self, _turn: TurnId, sentence: Sentence) -> Result<(), SinkError> {
+        self.sentences.lock().unwrap().push(sentence);
+        Ok(())
+    }
+
+    fn finish_turn(&self, _turn: TurnId) -> BoxFuture<'static, Result<(), SinkError>> {
+        let (done, wait) = oneshot::channel();
+        *self.pending.lock().unwrap() = Some(done);
+        Box::pin(async move { wait.await.unwrap_or(Err(SinkError::Interrupted)) })
+    }
+
+    fn interrupt(&self) {
+        if let Some(done) = self.pending.lock().unwrap().take() {
+            let _ = done.send(Err(SinkError::Interrupted));
+        }
+    }
+
+    fn playhead(&self, _turn: TurnId) -> Option<Playhead> {
+        *self.playhead.lock().unwrap()
+    }
+
+    fn plays_audio(&self) -> bool {
+        true
+    }
+}
+
+fn last_history_record(dir: &std::path::Path) -> Value {
+    let history = std::fs::read_to_string(dir.join("characters/hana/history.jsonl")).unwrap();
+    serde_json::from_str(history.lines().last().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn history_keeps_the_sentences_heard_and_the_share_of_the_one_playing() {
+    let answer = "One sentence here. Two is a longer sentence here. Three.";
+    let server = ScriptedServer::start(vec![
+        script::text_reply(answer),
+        script::text_reply("Sorry, go on."),
+    ])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
+    let speakers = Arc::new(Speakers::default());
+    let (session, mut events) =
+        start(&profile, environment(dir.path(), vec![]), speakers.clone()).await;
+    say(&session, "tell me something").await;
+    // The text is complete; the speakers are in the middle of the second sentence (half of its audio).
+    collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    assert_eq!(speakers.sentences.lock().unwrap().len(), 3);
+    *speakers.playhead.lock().unwrap() = Some(Playhead {
+        sentence: 1,
+        fraction: 0.5,
+    });
+    session.send(Op::Interrupt).await.unwrap();
+    let seen = collect_until(&mut events, is_idle).await;
+    let partial = seen
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::TurnAborted { partial_text, .. } => Some(partial_text.clone()),
+            _ => None,
+        })
+        .expect("turn_aborted");
+    assert_eq!(partial, "One sentence here. Two is a longer");
+    let last = last_history_record(dir.path());
+    assert_eq!(last["role"], "assistant");
+    assert_eq!(last["interrupted"], true);
+    let stored = format!("One sentence here. Two is a longer{CUT_MARKER}");
+    assert_eq!(last["content"], stored.as_str());
+
+    // The next request tells the model where it was cut off.
+    *speakers.playhead.lock().unwrap() = None;
+    say(&session, "wait, what?").await;
+    collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    let messages = server.requests()[1].messages().to_vec();
+    assert_eq!(messages[2]["content"], stored.as_str());
+    assert_eq!(messages[3]["content"], "wait, what?");
+    speakers.interrupt();
+    session.send(Op::Shutdown).await.unwrap();
+    session.join().await;
+}
+
+#[tokio::test]
+async fn an_answer_drained_to_the_end_is_stored_whole() {
+    let server = ScriptedServer::start(vec![script::text_reply("All of it. Really.")])
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
+    let speakers = Arc::new(Speakers::default());
+    let (session, mut events) =
+        start(&profile, environment(dir.path(), vec![]), speakers.clone()).await;
+    say(&session, "hi").await;
+    collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    // Played to the end.
+    let done = speakers.pending.lock().unwrap().take().unwrap();
+    done.send(Ok(())).unwrap();
+    collect_until(&mut events, is_idle).await;
+    let last = last_history_record(dir.path());
+    assert_eq!(last["content"], "All of it. Really.");
+    assert!(last.get("interrupted").is_none());
+    session.send(Op::Shutdown).await.unwrap();
+    session.join().await;
+}

@@ -1,0 +1,256 @@
+//! Speech recognition on its own thread, so capture never waits for ASR. Utterances come in two kinds:
+//! a speculative snapshot taken when the speaker paused, and the final segment once the end of the turn
+//! is decided. When the final segment holds the same words as the last snapshot (same start, same end of
+//! speech), the snapshot's transcript is used and the user waits only for what is left of it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tomo_audio::SpeechSegment;
+use tomo_protocol::Op;
+use tomo_speech::asr::SpeechToText;
+
+use crate::notices::{Notice, Notify};
+
+/// Work for the recognizer.
+#[derive(Debug)]
+pub enum AsrJob {
+    /// The speaker paused: transcribe what was said so far, in case the turn ends here.
+    Speculate(SpeechSegment),
+    /// The turn ended `end_of_turn` after the last word, at `decided`: its transcript goes to the session.
+    Final {
+        segment: SpeechSegment,
+        end_of_turn: Duration,
+        decided: Instant,
+    },
+}
+
+/// A transcript of a pause snapshot, keyed by what it holds.
+struct Speculation {
+    start: Duration,
+    speech_end: Duration,
+    text: Result<String, String>,
+}
+
+impl Speculation {
+    fn matches(&self, segment: &SpeechSegment) -> bool {
+        self.start == segment.start && self.speech_end == segment.speech_end
+    }
+}
+
+/// Starts the recognizer thread; it ends when the job sender or the session goes away. The recognizer
+/// is warmed up first (one short decode), so the first real utterance does not pay for loading.
+pub fn spawn_asr(
+    asr: Arc<dyn SpeechToText>,
+    ops: mpsc::Sender<Op>,
+    notify: Notify,
+) -> Sender<AsrJob> {
+    let (jobs, rx) = channel();
+    thread::spawn(move || {
+        warm_up(&*asr);
+        serve(&*asr, &rx, &ops, &*notify);
+    });
+    jobs
+}
+
+fn warm_up(asr: &dyn SpeechToText) {
+    let started = Instant::now();
+    // Half a second of near-silence: enough to run the encoder and decoder once.
+    let quiet: Vec<f32> = (0..8_000)
+        .map(|i| ((i as f32) * 0.05).sin() * 1e-3)
+        .collect();
+    match asr.transcribe(&quiet) {
+        Ok(_) => tracing::debug!(took = ?started.elapsed(), "speech recognizer warmed up"),
+        Err(error) => tracing::debug!(%error, "speech recognizer warm-up failed"),
+    }
+}
+
+fn serve(
+    asr: &dyn SpeechToText,
+    jobs: &Receiver<AsrJob>,
+    ops: &mpsc::Sender<Op>,
+    notify: &(dyn Fn(Notice) + Send + Sync),
+) {
+    let mut queue: VecDeque<AsrJob> = VecDeque::new();
+    let mut speculation: Option<Speculation> = None;
+    loop {
+        if queue.is_empty() {
+            match jobs.recv() {
+                Ok(job) => queue.push_back(job),
+                Err(_) => return,
+            }
+        }
+        queue.extend(jobs.try_iter());
+        let Some(job) = queue.pop_front() else {
+            continue;
+        };
+        match job {
+            AsrJob::Speculate(snapshot) => {
+                // Anything newer already queued makes this snapshot stale: skip it.
+                if !queue.is_empty() {
+                    continue;
+                }
+                let text = asr
+                    .transcribe(&snapshot.samples)
+                    .map(|t| t.text)
+                    .map_err(|e| e.to_string());
+                speculation = Some(Speculation {
+                    start: snapshot.start,
+                    speech_end: snapshot.speech_end,
+                    text,
+                });
+            }
+            AsrJob::Final {
+                segment,
+                end_of_turn,
+                decided,
+            } => {
+                let reused = speculation.take().filter(|s| s.matches(&segment));
+                let text = match reused {
+                    Some(spoken) => {
+                        tracing::debug!("the transcript of the pause is the turn's");
+                        spoken.text
+                    }
+                    None => asr
+                        .transcribe(&segment.samples)
+                        .map(|t| t.text)
+                        .map_err(|e| e.to_string()),
+                };
+                let transcript = text.unwrap_or_else(|error| {
+                    notify(Notice::warning(format!(
+                        "speech recognition failed: {error}"
+                    )));
+                    String::new()
+                });
+                let op = Op::SpeechEnded {
+                    transcript,
+                    asr_ms: decided.elapsed().as_millis() as u64,
+                    end_of_turn_ms: end_of_turn.as_millis() as u64,
+                };
+                if ops.blocking_send(op).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::sync::Mutex;
+    use tomo_audio::TurnEnd;
+    use tomo_speech::asr::{AsrError, Transcript};
+
+    /// Says how many samples it was given; records every call.
+    #[derive(Default)]
+    struct Counting(Mutex<Vec<usize>>);
+
+    impl SpeechToText for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+
+        fn transcribe(&self, samples: &[f32]) -> Result<Transcript, AsrError> {
+            self.0.lock().unwrap().push(samples.len());
+            Ok(Transcript {
+                text: format!("{} samples", samples.len()),
+                ..Transcript::default()
+            })
+        }
+    }
+
+    fn segment(samples: usize, speech_end_ms: u64, ended_by: TurnEnd) -> SpeechSegment {
+        SpeechSegment {
+            samples: vec![0.0; samples],
+            start: Duration::ZERO,
+            end: Duration::from_millis(speech_end_ms + 100),
+            speech_end: Duration::from_millis(speech_end_ms),
+            ended_by,
+        }
+    }
+
+    fn run(jobs: Vec<AsrJob>) -> (Vec<usize>, Vec<Op>) {
+        let asr = Counting::default();
+        let (tx, rx) = channel();
+        for job in jobs {
+            tx.send(job).unwrap();
+        }
+        drop(tx);
+        let (ops_tx, mut ops_rx) = mpsc::channel(8);
+        serve(&asr, &rx, &ops_tx, &|_| {});
+        let mut ops = Vec::new();
+        while let Ok(op) = ops_rx.try_recv() {
+            ops.push(op);
+        }
+        (asr.0.into_inner().unwrap(), ops)
+    }
+
+    fn last_speculation_then_final(final_speech_end: u64) -> AsrJob {
+        AsrJob::Final {
+            segment: segment(
+                3_000,
+                final_speech_end,
+                TurnEnd::ModelDone { probability: 0.95 },
+            ),
+            end_of_turn: Duration::from_millis(200),
+            decided: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn the_pause_transcript_is_reused_when_the_turn_ends_there() {
+        // The final job arrives after the snapshot was transcribed (two separate sends would race
+        // here; the stale-skip only applies when both are queued together, tested below).
+        let asr = Counting::default();
+        let (tx, rx) = channel();
+        let (ops_tx, mut ops_rx) = mpsc::channel(8);
+        tx.send(AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)))
+            .unwrap();
+        let shared = &asr;
+        let worker = std::thread::scope(|scope| {
+            let handle = scope.spawn(move || serve(shared, &rx, &ops_tx, &|_| {}));
+            while asr.0.lock().unwrap().is_empty() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            tx.send(last_speculation_then_final(1_000)).unwrap();
+            drop(tx);
+            handle.join()
+        });
+        worker.unwrap();
+        assert_eq!(
+            *asr.0.lock().unwrap(),
+            vec![2_500],
+            "one decode: the pause's"
+        );
+        match ops_rx.try_recv().unwrap() {
+            Op::SpeechEnded {
+                transcript,
+                end_of_turn_ms,
+                ..
+            } => {
+                assert_eq!(transcript, "2500 samples");
+                assert_eq!(end_of_turn_ms, 200);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn more_speech_after_the_pause_is_transcribed_afresh() {
+        let (calls, ops) = run(vec![
+            AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)),
+            last_speculation_then_final(1_400),
+        ]);
+        // Queued together: the stale snapshot is skipped, the final segment decoded.
+        assert_eq!(calls, vec![3_000]);
+        assert!(
+            matches!(&ops[0], Op::SpeechEnded { transcript, .. } if transcript == "3000 samples")
+        );
+    }
+}
