@@ -10,7 +10,7 @@ import { Character, cubism4Version } from './live2d';
 import { fetchProfiles, findByCharacter, modelUrl, type ProfileInfo } from './profiles';
 import type { EventEnvelope } from './wire';
 import { loadSettings, saveSettings, setLlmOp } from './settings';
-import { dismissNotice, initialState, pushNotice, reduce, type UiState } from './state';
+import { approveOp, dismissNotice, initialState, pushNotice, reduce, type UiState } from './state';
 import { Ui } from './ui';
 
 /** The socket of the `tomo serve` that served this page, or `?server=ws://...` (dev server on another port). */
@@ -90,6 +90,10 @@ const ui = new Ui(
     onDismissNotice(id) {
       state = dismissNotice(state, id);
       ui.render(state);
+    },
+    onApprove(id, allow) {
+      // The prompt goes when the session says the question is settled (`approval_resolved`).
+      if (!conn.send(approveOp(id, allow))) notify('warning', 'Not connected: the answer was not sent.');
     },
   },
   loadSettings(storage),

@@ -1,6 +1,6 @@
 // The UI's view state as a pure reducer over session events: subtitles, transcript, tool chips, latency
 // and notices. No DOM here, so the same event sequence always gives the same state (unit-tested).
-import type { EventEnvelope, LatencyOrigin, PluginState, SensorState, SensorTarget, SessionState, ToolStatus } from './wire';
+import type { ApprovalRequest, EventEnvelope, LatencyOrigin, Op, PluginState, SensorState, SensorTarget, SessionState, ToolStatus } from './wire';
 import { joinParts, sentenceParts, type TextPart } from './spans';
 import { cleanStreaming, consumeSentence } from './subtitles';
 
@@ -29,6 +29,15 @@ export interface Notice {
   id: number;
   level: 'error' | 'warning';
   text: string;
+}
+
+/** A question the session asks the user (a plugin's new program, a tool with side effects). */
+export interface Approval {
+  id: number;
+  kind: ApprovalRequest['kind'];
+  title: string;
+  /** The exact command line, or the tool's arguments. */
+  detail: string;
 }
 
 export interface Latency {
@@ -65,6 +74,8 @@ export interface UiState {
   latency: Latency | null;
   notices: Notice[];
   nextNoticeId: number;
+  /** Open questions, oldest first; answered with `approveOp`. */
+  approvals: Approval[];
   sensors: SensorView[];
   /** What the user can pick for the sensor to watch (the last `sensor_targets`). */
   sensorTargets: SensorTarget[];
@@ -100,6 +111,7 @@ export function initialState(): UiState {
     latency: null,
     notices: [],
     nextNoticeId: 1,
+    approvals: [],
     sensors: [],
     sensorTargets: [],
     micMuted: false,
@@ -159,6 +171,33 @@ const ERROR_TITLES: Record<string, string> = {
 export function describeError(code: string, message: string, recoverable: boolean): string {
   const title = ERROR_TITLES[code] ?? 'Error';
   return `${title}: ${message}${recoverable ? '' : ' (the session stopped)'}`;
+}
+
+/** How a question reads: what wants to happen, and exactly what would run. */
+export function describeApproval(id: number, request: ApprovalRequest): Approval {
+  switch (request.kind) {
+    case 'run_command': {
+      const env = request.env.length > 0 ? ` (given ${request.env.join(', ')})` : '';
+      return {
+        id,
+        kind: request.kind,
+        title: `Plugin "${request.plugin}" wants to run a program on this computer. Allow it?`,
+        detail: `${request.command}${env}`,
+      };
+    }
+    case 'tool_call':
+      return {
+        id,
+        kind: request.kind,
+        title: `"${request.tool_name}" (plugin "${request.plugin}") wants to act. Allow it this once?`,
+        detail: JSON.stringify(request.args),
+      };
+  }
+}
+
+/** The answer to question `id`. */
+export function approveOp(id: number, allow: boolean): Op {
+  return { type: 'approve', id, allow };
 }
 
 export function pushNotice(s: UiState, level: Notice['level'], text: string): UiState {
@@ -317,5 +356,10 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
         : pushNotice(s, ev.level, ev.message);
     case 'llm_changed':
       return pushMessage(s, { role: 'system', text: `Now thinking with ${ev.model} at ${ev.base_url}.` });
+    case 'approval_requested':
+      if (s.approvals.some((a) => a.id === ev.id)) return s;
+      return { ...s, approvals: [...s.approvals, describeApproval(ev.id, ev.request)] };
+    case 'approval_resolved':
+      return { ...s, approvals: s.approvals.filter((a) => a.id !== ev.id) };
   }
 }

@@ -22,6 +22,8 @@ export interface UiHandlers {
   onPushToTalk(pressed: boolean): void;
   onSaveSettings(s: LlmSettings): void;
   onDismissNotice(id: number): void;
+  /** The user's answer to an approval question. */
+  onApprove(id: number, allow: boolean): void;
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(
@@ -237,6 +239,20 @@ export class Ui {
     );
 
     this.notices.replaceChildren(
+      // Questions first: nothing happens until the user answers (a tool call's question times out as no).
+      ...s.approvals.map((a) => {
+        const allow = el('button', { type: 'button', class: 'allow', 'data-testid': 'approval-allow' }, 'Allow');
+        const deny = el('button', { type: 'button', class: 'deny', 'data-testid': 'approval-deny' }, 'Deny');
+        allow.addEventListener('click', () => this.h.onApprove(a.id, true));
+        deny.addEventListener('click', () => this.h.onApprove(a.id, false));
+        return el(
+          'div',
+          { class: `notice approval ${a.kind}`, 'data-testid': 'approval', 'data-approval-id': String(a.id) },
+          el('span', {}, a.title, el('code', {}, a.detail)),
+          allow,
+          deny,
+        );
+      }),
       ...s.notices.map((n) => {
         const close = el('button', { type: 'button', 'aria-label': 'Dismiss' }, '×');
         close.addEventListener('click', () => this.h.onDismissNotice(n.id));

@@ -2,7 +2,7 @@
 // protocol crate): this file defines none of its own, it only tells events from server frames at run time.
 import type { Event, EventEnvelope, ServerFrame } from './bindings';
 
-export type { Action, Event, EventEnvelope, Op, PluginState, SensorState, SensorTarget, ServerFrame } from './bindings';
+export type { Action, ApprovalRequest, Event, EventEnvelope, Op, PluginState, SensorState, SensorTarget, ServerFrame } from './bindings';
 export type { LatencyOrigin, SessionState, ToolStatus } from './bindings';
 
 /** A frame outside the event stream: one the server defines, or one a newer server added. */
@@ -39,6 +39,8 @@ const EVENT_TYPES: Record<Event['type'], true> = {
   proactive_skipped: true,
   llm_changed: true,
   plugin_state: true,
+  approval_requested: true,
+  approval_resolved: true,
 };
 
 function isEventType(type: string): type is Event['type'] {

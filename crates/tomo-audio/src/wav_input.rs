@@ -21,6 +21,9 @@ pub enum WavError {
     Vad { path: PathBuf, source: VadError },
 }
 
+/// Sample rates a WAV file may have: telephone (8 kHz) to studio (192 kHz).
+pub const SUPPORTED_RATES: std::ops::RangeInclusive<u32> = 8_000..=192_000;
+
 fn classify(path: &Path, error: hound::Error) -> WavError {
     let path = path.to_path_buf();
     match error {
@@ -57,6 +60,19 @@ pub fn read_wav_mono(path: &Path) -> Result<Audio, WavError> {
         return Err(WavError::Corrupt {
             path: path.to_path_buf(),
             message: format!("{} channels at {} Hz", spec.channels, spec.sample_rate),
+        });
+    }
+    // The resampler sizes its buffers from the ratio: a header claiming 4 GHz would have it allocate
+    // gigabytes before reading a sample.
+    if !SUPPORTED_RATES.contains(&spec.sample_rate) {
+        return Err(WavError::Unsupported {
+            path: path.to_path_buf(),
+            message: format!(
+                "a sample rate of {} Hz (supported: {} to {} Hz)",
+                spec.sample_rate,
+                SUPPORTED_RATES.start(),
+                SUPPORTED_RATES.end()
+            ),
         });
     }
     let interleaved: Vec<f32> = match (spec.sample_format, spec.bits_per_sample) {

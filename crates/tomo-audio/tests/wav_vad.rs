@@ -113,6 +113,45 @@ fn an_unsupported_encoding_is_a_clear_error_naming_the_file() {
     assert!(error.to_string().contains("alaw.wav"), "{error}");
 }
 
+/// A header claiming 4,294,967,291 Hz (or 1 Hz) is refused before the resampler sizes buffers from it
+/// (it allocated gigabytes).
+#[test]
+fn an_absurd_sample_rate_is_refused_before_resampling() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rate, bits, supported) in [
+        (1_u32, 16, false),
+        // 8-bit mono: the byte rate equals the sample rate, so hound finds the header consistent.
+        (4_294_967_291, 8, false),
+        (7_999, 16, false),
+        (192_001, 16, false),
+        (8_000, 16, true),
+        (192_000, 8, true),
+    ] {
+        let path = dir.path().join(format!("rate-{rate}.wav"));
+        let spec = hound::WavSpec {
+            channels: 1,
+            sample_rate: 16_000,
+            bits_per_sample: bits,
+            sample_format: hound::SampleFormat::Int,
+        };
+        write_stereo(&path, spec, 0.1);
+        // The canonical header keeps the rate at byte 24 and the byte rate at 28.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[24..28].copy_from_slice(&rate.to_le_bytes());
+        let byte_rate = rate.wrapping_mul(u32::from(bits / 8));
+        bytes[28..32].copy_from_slice(&byte_rate.to_le_bytes());
+        std::fs::write(&path, bytes).unwrap();
+        match read_wav_16k(&path) {
+            Ok(samples) => assert!(supported, "{rate} Hz accepted ({} samples)", samples.len()),
+            Err(error) => {
+                assert!(!supported, "{rate} Hz refused: {error}");
+                assert!(matches!(error, WavError::Unsupported { .. }), "{error:?}");
+                assert!(error.to_string().contains(&format!("{rate} Hz")), "{error}");
+            }
+        }
+    }
+}
+
 fn silero() -> Option<SileroVad> {
     let (model, runtime) = common::silero_paths()?;
     Some(SileroVad::new(&model, &runtime).unwrap())

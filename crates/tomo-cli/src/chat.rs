@@ -4,9 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use std::io::IsTerminal;
+
+use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::mpsc;
-use tomo_protocol::{Event, EventEnvelope, Op, SessionState};
+use tomo_protocol::{ApprovalRequest, Event, EventEnvelope, Op, SessionState};
 use tomo_runtime::{ModelInstall, SessionBuilder};
 
 use crate::ChatArgs;
@@ -23,17 +25,20 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
         .env(args.session.env_options())
         .install(ModelInstall::Install(InstallProgress::boxed()))
         .brain_progress(brain_progress())
+        .ask_about_commands_on_terminal()
         .start()
         .await?;
     let mut renderer = Renderer::new(args.json);
     let ops = session.ops();
+    // One reader of stdin for messages and for answers to the session's questions.
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
 
     let failed = match &args.once {
         Some(text) => {
             ops.send(Op::UserText { text: text.clone() }).await?;
-            wait_for_turn(&mut events, &mut renderer, &ops).await
+            wait_for_turn(&mut events, &mut renderer, &ops, &mut lines).await
         }
-        None => interactive(&mut events, &mut renderer, &ops).await?,
+        None => interactive(&mut events, &mut renderer, &ops, &mut lines).await?,
     };
     session.shutdown().await;
     while let Ok(envelope) = events.try_recv() {
@@ -52,6 +57,7 @@ async fn wait_for_turn(
     events: &mut mpsc::UnboundedReceiver<EventEnvelope>,
     renderer: &mut Renderer,
     ops: &mpsc::Sender<Op>,
+    lines: &mut Lines<BufReader<Stdin>>,
 ) -> bool {
     let mut started = false;
     let mut failed = false;
@@ -68,6 +74,9 @@ async fn wait_for_turn(
         };
         renderer.show(&envelope);
         match &envelope.event {
+            Event::ApprovalRequested { id, request } => {
+                answer_on_terminal(*id, request, ops, lines).await;
+            }
             Event::TurnStarted { .. } => started = true,
             Event::Error { .. } if started => failed = true,
             Event::StateChanged {
@@ -79,20 +88,47 @@ async fn wait_for_turn(
     }
 }
 
+/// Asks the user about the session's question on the terminal (y/N) and sends the answer; without a
+/// terminal nobody can answer here (a tool call times out as a no, a command stays off until allowed).
+async fn answer_on_terminal(
+    id: u64,
+    request: &ApprovalRequest,
+    ops: &mpsc::Sender<Op>,
+    lines: &mut Lines<BufReader<Stdin>>,
+) {
+    if !std::io::stdin().is_terminal() {
+        return;
+    }
+    let question = match request {
+        ApprovalRequest::RunCommand {
+            plugin, command, ..
+        } => format!("plugin `{plugin}` wants to run `{command}`. Allow it (remembered)?"),
+        ApprovalRequest::ToolCall {
+            tool_name, args, ..
+        } => format!("{tool_name} wants to run with {args}. Allow it this once?"),
+    };
+    eprint!("{question} [y/N] ");
+    let allow = matches!(lines.next_line().await, Ok(Some(line)) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"));
+    ops.send(Op::Approve { id, allow }).await.ok();
+}
+
 async fn interactive(
     events: &mut mpsc::UnboundedReceiver<EventEnvelope>,
     renderer: &mut Renderer,
     ops: &mpsc::Sender<Op>,
+    lines: &mut Lines<BufReader<Stdin>>,
 ) -> anyhow::Result<bool> {
-    // Show what arrived at start-up (session_ready, plugin problems).
+    // Show what arrived at start-up (session_ready, plugin problems, questions).
     tokio::time::sleep(Duration::from_millis(50)).await;
     while let Ok(envelope) = events.try_recv() {
         renderer.show(&envelope);
+        if let Event::ApprovalRequested { id, request } = &envelope.event {
+            answer_on_terminal(*id, request, ops, lines).await;
+        }
     }
     eprintln!(
         "Type a message. Ctrl-C interrupts an answer, Ctrl-D quits, `/switch <profile.toml>` changes character."
     );
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut any_failed = false;
     loop {
         let line = tokio::select! {
@@ -122,7 +158,7 @@ async fn interactive(
             text: line.to_owned(),
         })
         .await?;
-        any_failed |= wait_for_turn(events, renderer, ops).await;
+        any_failed |= wait_for_turn(events, renderer, ops, lines).await;
     }
 }
 

@@ -8,6 +8,7 @@ mod chat;
 mod load;
 mod memory_cmd;
 mod models_cmd;
+mod plugins_cmd;
 mod profile_cmd;
 mod render;
 mod run;
@@ -46,6 +47,9 @@ enum Command {
     /// Check or describe character profiles.
     #[command(subcommand)]
     Profile(ProfileCommand),
+    /// Allow or refuse the programs plugins run: trust <id> | deny <id>.
+    #[command(subcommand)]
+    Plugins(plugins_cmd::PluginsCommand),
     /// See and delete what a character remembers: list, search <q>, forget <id> | --all.
     Memory(memory_cmd::MemoryArgs),
     /// List, install and download models (whisper, VAD, voices, ONNX Runtime).
@@ -78,6 +82,9 @@ enum ProfileCommand {
         file: PathBuf,
         #[arg(long, env = "TOMO_PLUGINS_DIR")]
         plugins_dir: Option<PathBuf>,
+        /// Whose answers about the plugins' programs to show (default: the platform data dir).
+        #[arg(long, env = "TOMO_DATA_DIR")]
+        data_dir: Option<PathBuf>,
     },
     /// Print the JSON Schema of profiles.
     Schema,
@@ -92,10 +99,17 @@ fn main() -> ExitCode {
         Command::Serve(args) => run_async(serve::run(args)),
         Command::Talk(args) => run_async(talk::run(args)),
         Command::Bench(command) => run_async(bench::run(command)),
-        Command::Profile(ProfileCommand::Check { file, plugins_dir }) => {
-            Ok(profile_cmd::check(&file, plugins_dir.as_deref()))
-        }
+        Command::Profile(ProfileCommand::Check {
+            file,
+            plugins_dir,
+            data_dir,
+        }) => Ok(profile_cmd::check(
+            &file,
+            plugins_dir.as_deref(),
+            data_dir.as_deref(),
+        )),
         Command::Profile(ProfileCommand::Schema) => profile_cmd::schema(),
+        Command::Plugins(command) => plugins_cmd::run(command),
         Command::Memory(args) => memory_cmd::run(args),
         Command::Models(command) => models_cmd::run(command),
         Command::Windows => bench_vision::list_targets(),

@@ -36,6 +36,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // not answer its own voice coming out of the speakers.
     let (session, mut events) = SessionBuilder::new(&args.profile, profile)
         .env(args.session.env_options())
+        .ask_about_commands_on_terminal()
         .voice(&args.voice, ModelInstall::Install(InstallProgress::boxed()))
         .brain_progress(brain_progress())
         .start()

@@ -91,6 +91,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // What goes wrong with the microphone or the speakers is told to the clients (as `notice` events).
     let (session, events) = SessionBuilder::new(&args.profile, profile)
         .env(args.session.env_options())
+        .ask_about_commands_on_terminal()
         .voice(&args.voice, ModelInstall::Install(InstallProgress::boxed()))
         .brain_progress(brain_progress())
         .start()

@@ -3,6 +3,15 @@
 //! provider variables belong to their provider: a profile (perhaps downloaded) that sends
 //! `OPENAI_API_KEY` to another host would hand the user's OpenAI key to a stranger.
 
+/// A portable environment variable name: a letter or `_`, then letters, digits and `_`.
+pub fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// `scheme://host:port` of an http(s) URL, lowercased, with the default port filled in; `None` when
 /// `url` is not http(s). Two URLs may share a key when their origins are equal.
 pub fn origin(url: &str) -> Option<String> {

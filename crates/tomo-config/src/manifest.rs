@@ -13,7 +13,8 @@
 //! [mcp]                    # optional: the tools come from an MCP server over stdio
 //! command = "my-mcp-server"
 //! args = ["--stdio"]
-//! env = { LOG = "warn" }
+//! env = { LOG = "warn" }   # set for the server (its environment starts cleared)
+//! pass_env = ["GITHUB_TOKEN"]  # the user's variables it may see
 //!
 //! [config]                 # defaults; a profile's [plugins.<id>] table overrides them key by key
 //! max_bytes = 200000
@@ -61,6 +62,18 @@ pub struct ToolLimits {
     pub timeout_secs: f64,
     #[serde(default)]
     pub retries: u32,
+    /// The tools have side effects (they send, buy, delete, write): each call waits for the user's yes
+    /// (in the UI, or on the terminal); no answer in time counts as no.
+    #[serde(default)]
+    pub confirm: bool,
+    /// The longest result handed back to the model; the rest is cut off with a marker.
+    #[serde(default = "default_max_output_bytes")]
+    #[schemars(range(min = 1))]
+    pub max_output_bytes: usize,
+}
+
+fn default_max_output_bytes() -> usize {
+    32 * 1024
 }
 
 fn default_tool_timeout_secs() -> f64 {
@@ -72,6 +85,8 @@ impl Default for ToolLimits {
         Self {
             timeout_secs: default_tool_timeout_secs(),
             retries: 0,
+            confirm: false,
+            max_output_bytes: default_max_output_bytes(),
         }
     }
 }
@@ -83,8 +98,14 @@ pub struct McpServerConfig {
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
+    /// Variables set for the server. It starts from a cleared environment: only `PATH`, `HOME`,
+    /// `TMPDIR`, the locale, these and `pass_env` reach it.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Names of the user's own variables the server is given (e.g. `GITHUB_TOKEN`); nothing else of
+    /// the user's environment (no API keys) reaches it.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
     /// Seconds to wait for the server to start and list its tools.
     #[serde(default = "default_mcp_startup_secs")]
     pub startup_timeout_secs: f64,

@@ -3,6 +3,7 @@
 //! UI, no HTTP, no plugin by name: the front end hands it a language-model connector and plugin
 //! factories (see `tomo-runtime`).
 
+pub mod confirmed_tool;
 pub mod data_lock;
 pub mod history;
 pub mod pipeline;

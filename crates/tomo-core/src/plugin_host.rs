@@ -11,7 +11,19 @@ use tomo_llm::tools::ToolRegistry;
 use tomo_plugin_api::hooks::Hook;
 use tomo_plugin_api::scheduler::Scheduler;
 use tomo_plugin_api::sensor::Sensor;
+use tomo_plugin_api::trust::{McpCommand, TrustDecision, TrustStore};
 use tomo_plugin_api::{FactoryContext, PluginFactory, PluginParts, TagSpec};
+
+use crate::confirmed_tool::ConfirmedTool;
+use crate::session::Approvals;
+
+/// What stands between a manifest and a running plugin: the user's answers about commands, and who to
+/// ask before a `confirm = true` tool runs (`None`: such calls are refused).
+#[derive(Debug, Clone)]
+pub struct PluginGate {
+    pub trust: TrustStore,
+    pub approvals: Option<Approvals>,
+}
 
 /// A plugin that could not be loaded, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +43,8 @@ pub struct LoadedPlugins {
     /// Tags the plugins read from the model's text.
     pub tags: Vec<TagSpec>,
     pub problems: Vec<PluginProblem>,
+    /// Commands the user was never asked about: their plugins wait for an answer.
+    pub pending: Vec<McpCommand>,
 }
 
 pub async fn load_plugins(
@@ -38,6 +52,7 @@ pub async fn load_plugins(
     plugins_dir: &Path,
     factories: &[Arc<dyn PluginFactory>],
     ctx: &FactoryContext,
+    gate: &PluginGate,
 ) -> LoadedPlugins {
     let enabled = &profile.plugins.enabled;
     let (manifests, diagnostics) = discover_plugins(plugins_dir);
@@ -75,7 +90,7 @@ pub async fn load_plugins(
             });
             continue;
         };
-        if let Err(message) = load_one(manifest, profile, factories, ctx, &mut loaded).await {
+        if let Err(message) = load_one(manifest, profile, factories, ctx, gate, &mut loaded).await {
             loaded.problems.push(PluginProblem {
                 plugin: id.clone(),
                 message,
@@ -90,6 +105,7 @@ async fn load_one(
     profile: &Profile,
     factories: &[Arc<dyn PluginFactory>],
     ctx: &FactoryContext,
+    gate: &PluginGate,
     loaded: &mut LoadedPlugins,
 ) -> Result<(), String> {
     let id = &manifest.id;
@@ -98,6 +114,23 @@ async fn load_one(
         tracing::warn!(%warning, "plugin configuration");
     }
     let factory = factory_for(manifest, factories)?;
+    // A command runs only once the user allowed exactly it (see `tomo_plugin_api::trust`).
+    if let Some(command) = McpCommand::of(manifest) {
+        match gate.trust.decision(&command).map_err(|e| e.to_string())? {
+            Some(TrustDecision::Allowed) => {}
+            Some(TrustDecision::Denied) => {
+                return Err(format!(
+                    "you declined to run `{}`; allow it with `tomo plugins trust {id}`",
+                    command.command_line()
+                ));
+            }
+            None => {
+                tracing::info!(plugin = %id, command = %command.command_line(), "waiting for the user to allow the command");
+                loaded.pending.push(command);
+                return Ok(());
+            }
+        }
+    }
     let parts = factory
         .instantiate(manifest, &config, ctx)
         .await
@@ -110,6 +143,11 @@ async fn load_one(
         tags,
     } = parts;
     for tool in tools {
+        let tool: Arc<dyn tomo_llm::tools::Tool> = if manifest.tool_limits.confirm {
+            Arc::new(ConfirmedTool::wrap(tool, id, gate.approvals.clone()))
+        } else {
+            tool
+        };
         loaded.tools.register(tool).map_err(|e| e.to_string())?;
     }
     loaded.hooks.extend(hooks);

@@ -20,6 +20,9 @@ pub enum LlmError {
     /// says what to do.
     #[error("{0}")]
     Brain(String),
+    /// The turn streamed for longer, or more, than a turn may (a server that never stops).
+    #[error("the answer was cut off: {0}")]
+    TurnLimit(String),
     #[error("cancelled")]
     Cancelled,
 }
@@ -36,7 +39,31 @@ impl LlmError {
             Self::Config(_) => false,
             // A restart in progress waits inside the client; what comes out here stays.
             Self::Brain(_) => false,
+            // The next attempt would stream just as long.
+            Self::TurnLimit(_) => false,
             Self::Cancelled => false,
+        }
+    }
+
+    /// The same error with `secrets` replaced in every text it carries (a server may echo the key).
+    pub fn redacted(self, secrets: &[&str]) -> Self {
+        let r = |text: String| crate::redact::redact(&text, secrets);
+        match self {
+            Self::Unreachable { url, message } => Self::Unreachable {
+                url: r(url),
+                message: r(message),
+            },
+            Self::Http { status, message } => Self::Http {
+                status,
+                message: r(message),
+            },
+            Self::Stream(message) => Self::Stream(r(message)),
+            Self::Malformed(message) => Self::Malformed(r(message)),
+            Self::Config(message) => Self::Config(r(message)),
+            Self::TurnLimit(message) => Self::TurnLimit(r(message)),
+            Self::Brain(message) => Self::Brain(r(message)),
+            Self::Timeout(after) => Self::Timeout(after),
+            Self::Cancelled => Self::Cancelled,
         }
     }
 
@@ -46,7 +73,7 @@ impl LlmError {
                 ErrorCode::LlmUnreachable
             }
             Self::Http { .. } => ErrorCode::LlmHttp,
-            Self::Stream(_) | Self::Cancelled => ErrorCode::LlmStream,
+            Self::Stream(_) | Self::TurnLimit(_) | Self::Cancelled => ErrorCode::LlmStream,
             Self::Malformed(_) => ErrorCode::LlmMalformed,
             Self::Config(_) => ErrorCode::Profile,
         }

@@ -7,6 +7,7 @@ mod assemble;
 mod error;
 mod messages;
 mod model;
+pub mod redact;
 pub mod tools;
 
 pub use assemble::{AssembledCall, ToolCallAssembler, ToolCallFragment};

@@ -271,3 +271,48 @@ async fn interrupt_mid_stream_cancels_and_keeps_what_was_said() {
     assert!(long.starts_with(&transcript.unfinished_text));
     assert!(transcript.unfinished_text.len() < long.len());
 }
+
+/// A server that keeps streaming: the idle timeout never fires, the turn's own bounds do, and the text
+/// so far is kept. Neither is retried (the next attempt would stream just as long).
+#[tokio::test]
+async fn a_turn_that_streams_forever_is_cut_off_by_time_and_by_size() {
+    let mut slow = vec![StreamStep::Chunk(chunk::role())];
+    for _ in 0..400 {
+        slow.push(StreamStep::Chunk(chunk::text("la ")));
+        slow.push(StreamStep::Delay(Duration::from_millis(50)));
+    }
+    let server = ScriptedServer::start(vec![ScriptedResponse::Stream(slow)])
+        .await
+        .unwrap();
+    let config = tomo_llm::agent::AgentConfig {
+        max_turn_duration: Duration::from_millis(400),
+        ..fast_retries()
+    };
+    let slow_run = run(&server, &ToolRegistry::new(), &config).await;
+    let Err(AgentError::Llm { error, transcript }) = slow_run.outcome else {
+        panic!("expected the turn to be cut off");
+    };
+    assert!(matches!(error, LlmError::TurnLimit(_)), "{error:?}");
+    assert!(error.to_string().contains("400ms"), "{error}");
+    assert!(transcript.unfinished_text.starts_with("la la"));
+    assert_eq!(server.requests().len(), 1);
+
+    let mut long = vec![StreamStep::Chunk(chunk::role())];
+    for _ in 0..2_000 {
+        long.push(StreamStep::Chunk(chunk::text("la ")));
+    }
+    let server = ScriptedServer::start(vec![ScriptedResponse::Stream(long)])
+        .await
+        .unwrap();
+    let config = tomo_llm::agent::AgentConfig {
+        max_turn_bytes: 1_000,
+        ..fast_retries()
+    };
+    let run = run(&server, &ToolRegistry::new(), &config).await;
+    let Err(AgentError::Llm { error, transcript }) = run.outcome else {
+        panic!("expected the turn to be cut off");
+    };
+    assert!(error.to_string().contains("1000 bytes"), "{error}");
+    assert!(transcript.unfinished_text.len() <= 1_000);
+    assert_eq!(server.requests().len(), 1);
+}

@@ -343,3 +343,31 @@ async fn interrupt_during_tools_cancels_them() {
     );
     assert!(run.tool_events().iter().any(|e| e.1 == ToolStatus::Error && e.2.as_deref().unwrap_or("").contains("cancelled")));
 }
+
+/// A tool that answers with megabytes (an MCP server's dump): cut to the spec's cap with a marker, in
+/// the event clients see and in the message the model and the history get.
+#[tokio::test]
+async fn huge_tool_output_is_truncated_with_a_marker() {
+    let server = ScriptedServer::start(vec![
+        script::tool_calls(&[("c1", "dump", "{}")], 1),
+        script::text_reply("That was a lot."),
+    ])
+    .await
+    .unwrap();
+    let dump = FnTool::new(
+        ToolSpec::new("dump", "Dumps", json!({"type": "object"})),
+        |_| async { Ok("é".repeat(3 * 1024 * 1024)) },
+    );
+    let run = run(&server, &registry(vec![dump]), &fast_retries()).await;
+    let events = run.tool_events();
+    let shown = events[1].2.as_deref().unwrap();
+    assert!(shown.len() < 33 * 1024, "{} bytes", shown.len());
+    assert!(
+        shown.ends_with("[tool output truncated: 32768 of 6291456 bytes shown]"),
+        "{}",
+        &shown[shown.len() - 80..]
+    );
+    assert_eq!(run.outcome.unwrap().end, TurnEnd::Completed);
+    let sent = tool_messages(&server.requests()[1]);
+    assert_eq!(sent[0]["content"].as_str().unwrap(), shown);
+}

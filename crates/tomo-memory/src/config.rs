@@ -67,6 +67,9 @@ impl Default for MemoryConfig {
     }
 }
 
+/// A memory request that takes longer than an hour is not coming back.
+const MAX_TIMEOUT_SECS: f64 = 3600.0;
+
 fn config_error(field: &str, message: impl Into<String>) -> PluginError {
     PluginError::Config {
         plugin: PLUGIN_ID.to_owned(),
@@ -86,8 +89,14 @@ impl MemoryConfig {
                     let field = message.split('`').nth(1).unwrap_or("(config)").to_owned();
                     config_error(&field, message)
                 })?;
-        if !(config.timeout_secs.is_finite() && config.timeout_secs > 0.0) {
-            return Err(config_error("timeout_secs", "must be greater than 0"));
+        if !(config.timeout_secs.is_finite()
+            && config.timeout_secs > 0.0
+            && config.timeout_secs <= MAX_TIMEOUT_SECS)
+        {
+            return Err(config_error(
+                "timeout_secs",
+                format!("must be greater than 0 and at most {MAX_TIMEOUT_SECS} seconds"),
+            ));
         }
         if config.backend == Backend::Http {
             if !config.base_url.starts_with("http://") && !config.base_url.starts_with("https://") {
@@ -110,7 +119,9 @@ impl MemoryConfig {
     }
 
     pub fn timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_secs_f64(self.timeout_secs)
+        // `from_table` bounds it; never a panicking conversion for a config built in code.
+        std::time::Duration::try_from_secs_f64(self.timeout_secs.clamp(0.0, MAX_TIMEOUT_SECS))
+            .unwrap_or(std::time::Duration::from_secs(5))
     }
 }
 
@@ -135,5 +146,11 @@ mod tests {
             panic!("http without base_url accepted");
         };
         assert_eq!(field, "base_url");
+        // Would overflow a `Duration` (a panic at the first memory request) if let through.
+        let table: toml::Table = toml::from_str("timeout_secs = 1e20").unwrap();
+        let Err(PluginError::Config { field, .. }) = MemoryConfig::from_table(&table) else {
+            panic!("1e20 s accepted");
+        };
+        assert_eq!(field, "timeout_secs");
     }
 }

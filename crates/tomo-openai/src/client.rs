@@ -7,7 +7,6 @@ use std::time::Duration;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
-use async_openai::middleware::ReqwestService;
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 use tomo_llm::{
@@ -15,6 +14,7 @@ use tomo_llm::{
     ToolCallFragment, ToolDefinition,
 };
 
+use crate::capped::{BodyLimits, CappedService, CutReason};
 use crate::wire::{ChatRequest, ChunkWire, StreamOptions};
 
 /// An OpenAI-compatible server (Ollama, LM Studio, llama.cpp, vLLM, OpenAI, DeepSeek, OpenRouter, ...).
@@ -22,6 +22,8 @@ use crate::wire::{ChatRequest, ChunkWire, StreamOptions};
 pub struct OpenAiClient {
     endpoint: LlmEndpoint,
     client: Client<OpenAIConfig>,
+    /// Why the transport cut the last response off (see [`crate::capped`]).
+    cut: CutReason,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -49,6 +51,11 @@ pub fn connect(endpoint: LlmEndpoint) -> Result<LlmClient, LlmError> {
 
 impl OpenAiClient {
     pub fn new(endpoint: LlmEndpoint) -> Result<Self, LlmError> {
+        Self::with_limits(endpoint, BodyLimits::default())
+    }
+
+    /// Like [`OpenAiClient::new`] with other bounds on what one response may hold.
+    pub fn with_limits(endpoint: LlmEndpoint, limits: BodyLimits) -> Result<Self, LlmError> {
         let base = endpoint.base_url.trim_end_matches('/').to_owned();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             return Err(LlmError::Config(format!(
@@ -68,20 +75,26 @@ impl OpenAiClient {
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build HTTP client: {e}")))?;
         // A bare transport: async-openai's default executor retries 5xx/429/connect errors on its own,
-        // which would multiply our retries and hide them from the user.
+        // which would multiply our retries and hide them from the user. Bounded: see `capped`.
+        let cut = CutReason::default();
         let client = Client::with_config(config)
             .with_http_client(http.clone())
-            .with_http_service(ReqwestService::new(http));
-        Ok(Self { client, endpoint })
+            .with_http_service(CappedService::new(http, limits, cut.clone()));
+        Ok(Self {
+            client,
+            endpoint,
+            cut,
+        })
     }
 
     fn map_error(&self, error: OpenAIError, phase: Phase) -> LlmError {
-        map_openai_error(
+        let error = map_openai_error(
             error,
             phase,
             &self.endpoint.base_url,
             self.endpoint.idle_timeout,
-        )
+        );
+        redact_key(error, self.endpoint.api_key.as_deref())
     }
 }
 
@@ -115,9 +128,13 @@ impl ChatModel for OpenAiClient {
                 .create_stream_byot::<serde_json::Value, ChunkWire>(body)
                 .await
                 .map_err(|e| self.map_error(e, Phase::Connect))?;
-            let url = self.endpoint.base_url.clone();
-            let idle = self.endpoint.idle_timeout;
-            let stream: LlmStream = Box::pin(decode(raw, url, idle));
+            let context = StreamContext {
+                url: self.endpoint.base_url.clone(),
+                idle: self.endpoint.idle_timeout,
+                key: self.endpoint.api_key.clone(),
+                cut: self.cut.clone(),
+            };
+            let stream: LlmStream = Box::pin(decode(raw, context));
             Ok(stream)
         })
     }
@@ -192,16 +209,42 @@ fn truncate(text: &str, max: usize) -> String {
     }
 }
 
+/// Every text of `error` without the endpoint's key.
+fn redact_key(error: LlmError, key: Option<&str>) -> LlmError {
+    match key {
+        Some(key) => error.redacted(&[key]),
+        None => error,
+    }
+}
+
+/// What decoding a stream needs to know about its request.
+struct StreamContext {
+    url: String,
+    idle: Duration,
+    key: Option<String>,
+    cut: CutReason,
+}
+
+impl StreamContext {
+    fn error(&self, error: OpenAIError) -> LlmError {
+        let error = match self.cut.take() {
+            // The transport cut the body off; its own error says only "body error".
+            Some(reason) => LlmError::Stream(reason),
+            None => map_openai_error(error, Phase::Streaming, &self.url, self.idle),
+        };
+        redact_key(error, self.key.as_deref())
+    }
+}
+
 /// Turns wire chunks into [`LlmEvent`]s, and a stream that ends without a finish into an error:
 /// a server that dies mid-answer must not look like a short answer.
 fn decode(
     raw: Pin<Box<dyn Stream<Item = Result<ChunkWire, OpenAIError>> + Send>>,
-    url: String,
-    idle: Duration,
+    context: StreamContext,
 ) -> impl Stream<Item = Result<LlmEvent, LlmError>> + Send {
     futures::stream::unfold(
-        (raw, false, false, url),
-        move |(mut raw, finished, done, url)| async move {
+        (raw, false, false, context),
+        move |(mut raw, finished, done, context)| async move {
             if done {
                 return None;
             }
@@ -209,18 +252,23 @@ fn decode(
                 Some(Ok(chunk)) => {
                     let (events, saw_finish) = chunk_events(chunk);
                     let finished = finished || saw_finish;
-                    Some((events, (raw, finished, false, url)))
+                    let key = context.key.as_deref();
+                    let events = events
+                        .into_iter()
+                        .map(|event| event.map_err(|error| redact_key(error, key)))
+                        .collect();
+                    Some((events, (raw, finished, false, context)))
                 }
                 Some(Err(e)) => {
-                    let error = map_openai_error(e, Phase::Streaming, &url, idle);
-                    Some((vec![Err(error)], (raw, finished, true, url)))
+                    let error = context.error(e);
+                    Some((vec![Err(error)], (raw, finished, true, context)))
                 }
                 None if finished => None,
                 None => Some((
                     vec![Err(LlmError::Stream(
                         "the server closed the stream before finishing the answer".to_owned(),
                     ))],
-                    (raw, finished, true, url),
+                    (raw, finished, true, context),
                 )),
             }
         },

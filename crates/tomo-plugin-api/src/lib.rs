@@ -10,6 +10,7 @@ pub mod private_files;
 pub mod scheduler;
 pub mod sensor;
 pub mod tags;
+pub mod trust;
 
 pub use factory::{FactoryContext, PluginFactory};
 pub use parts::{PluginError, PluginParts, limited_spec, parse_config, positive_secs};

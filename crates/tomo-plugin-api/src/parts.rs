@@ -109,7 +109,10 @@ pub fn limited_spec(
     limits: &ToolLimits,
 ) -> Result<ToolSpec, PluginError> {
     let timeout = positive_secs(plugin, "tool.timeout_secs", limits.timeout_secs)?;
-    Ok(spec.with_timeout(timeout).with_retries(limits.retries))
+    Ok(spec
+        .with_timeout(timeout)
+        .with_retries(limits.retries)
+        .with_max_output_bytes(limits.max_output_bytes.max(1)))
 }
 
 /// A strictly positive, finite number of seconds as a `Duration`.
@@ -184,6 +187,7 @@ mod tests {
         let limits = ToolLimits {
             timeout_secs: 2.5,
             retries: 3,
+            ..ToolLimits::default()
         };
         let spec =
             limited_spec("p", ToolSpec::new("t", "d", serde_json::json!({})), &limits).unwrap();
@@ -193,6 +197,7 @@ mod tests {
         let bad = ToolLimits {
             timeout_secs: -1.0,
             retries: 0,
+            ..ToolLimits::default()
         };
         let err =
             limited_spec("p", ToolSpec::new("t", "d", serde_json::json!({})), &bad).unwrap_err();

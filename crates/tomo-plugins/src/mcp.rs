@@ -83,7 +83,12 @@ pub async fn connect_mcp(
     let command = server.command.as_str();
 
     let mut cmd = tokio::process::Command::new(command);
-    cmd.args(&server.args).envs(&server.env).kill_on_drop(true);
+    // A cleared environment: the user's keys (TOMO_LLM_API_KEY, OPENAI_API_KEY, tokens) stay with
+    // Tomo unless the manifest names them in `pass_env`.
+    cmd.env_clear()
+        .envs(child_environment(server, std::env::vars_os()))
+        .args(&server.args)
+        .kill_on_drop(true);
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()
@@ -139,9 +144,10 @@ pub async fn connect_mcp(
             .or_else(|| tool.title.clone())
             .unwrap_or_else(|| format!("Tool `{name}` from the `{plugin_id}` MCP server"));
         let parameters = Value::Object((*tool.input_schema).clone());
+        // Another program's answer (often web or file content): framed as data for the model.
         let spec = limited_spec(
             plugin_id,
-            ToolSpec::new(name, description, parameters),
+            ToolSpec::new(name, description, parameters).with_untrusted_output(true),
             limits,
         )?;
         tools.push(Arc::new(McpTool {
@@ -156,6 +162,31 @@ pub async fn connect_mcp(
         "MCP server ready"
     );
     Ok(tools)
+}
+
+/// Variables of Tomo's own environment every server gets: finding programs, a home, temporary files
+/// and the user's language. Nothing else unless asked for.
+const INHERITED: &[&str] = &["PATH", "HOME", "TMPDIR", "LANG", "LANGUAGE", "TZ"];
+
+/// What an MCP server's environment holds: [`INHERITED`] and `LC_*` from `parent`, then the manifest's
+/// `pass_env` names from `parent`, then the manifest's own `env` values.
+pub fn child_environment(
+    server: &McpServerConfig,
+    parent: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env: std::collections::BTreeMap<std::ffi::OsString, std::ffi::OsString> = parent
+        .filter(|(name, _)| {
+            name.to_str().is_some_and(|name| {
+                INHERITED.contains(&name)
+                    || name.starts_with("LC_")
+                    || server.pass_env.iter().any(|wanted| wanted == name)
+            })
+        })
+        .collect();
+    for (name, value) in &server.env {
+        env.insert(name.into(), value.into());
+    }
+    env.into_iter().collect()
 }
 
 /// The running client session; dropping it cancels the session and kills the server.
@@ -358,12 +389,62 @@ mod tests {
         assert!(!valid_tool_name(&"x".repeat(65)));
     }
 
+    #[test]
+    fn the_child_gets_only_the_basics_and_what_the_manifest_names() {
+        let server = McpServerConfig {
+            command: "x".into(),
+            args: Vec::new(),
+            env: [("LOG".to_owned(), "warn".to_owned())].into(),
+            pass_env: vec!["GITHUB_TOKEN".into()],
+            startup_timeout_secs: 5.0,
+        };
+        let parent = [
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/u"),
+            ("LC_ALL", "de_DE.UTF-8"),
+            ("TOMO_LLM_API_KEY", "sk-tomo"),
+            ("OPENAI_API_KEY", "sk-openai"),
+            ("GITHUB_TOKEN", "ghp_wanted"),
+            ("SLACK_TOKEN", "xoxb-unwanted"),
+            ("LOG", "debug"),
+        ]
+        .map(|(k, v)| (k.into(), v.into()));
+        let env: Vec<(String, String)> = child_environment(&server, parent.into_iter())
+            .into_iter()
+            .map(|(k, v)| (k.into_string().unwrap(), v.into_string().unwrap()))
+            .collect();
+        let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["GITHUB_TOKEN", "HOME", "LC_ALL", "LOG", "PATH"]);
+        assert!(env.contains(&("LOG".into(), "warn".into())), "{env:?}");
+    }
+
+    /// A real child: what it sees of the test's environment (cargo sets `CARGO_*` for every test).
+    #[tokio::test]
+    async fn a_real_child_starts_from_a_cleared_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("env.txt");
+        let server = McpServerConfig {
+            command: "sh".into(),
+            args: vec!["-c".into(), format!("env > '{}'; exit 3", out.display())],
+            env: [("LOG".to_owned(), "warn".to_owned())].into(),
+            pass_env: Vec::new(),
+            startup_timeout_secs: 5.0,
+        };
+        assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+        let _ = connect_mcp("envdump", &server, &ToolLimits::default()).await;
+        let seen = std::fs::read_to_string(&out).unwrap();
+        assert!(seen.contains("LOG=warn"), "{seen}");
+        assert!(seen.lines().any(|l| l.starts_with("PATH=")), "{seen}");
+        assert!(!seen.contains("CARGO_MANIFEST_DIR"), "{seen}");
+    }
+
     #[tokio::test]
     async fn missing_command_is_a_start_error() {
         let server = McpServerConfig {
             command: "/nonexistent/tomo-no-such-mcp-server".into(),
             args: Vec::new(),
             env: Default::default(),
+            pass_env: Vec::new(),
             startup_timeout_secs: 5.0,
         };
         let err = connect_mcp("ghost", &server, &ToolLimits::default())
@@ -383,6 +464,7 @@ mod tests {
             command: "sh".into(),
             args: vec!["-c".into(), "echo 'missing API token' >&2; exit 3".into()],
             env: Default::default(),
+            pass_env: Vec::new(),
             startup_timeout_secs: 5.0,
         };
         let err = connect_mcp("quitter", &server, &ToolLimits::default())
@@ -402,6 +484,7 @@ mod tests {
             command: "sleep".into(),
             args: vec!["30".into()],
             env: Default::default(),
+            pass_env: Vec::new(),
             startup_timeout_secs: 0.3,
         };
         let started = std::time::Instant::now();

@@ -219,6 +219,7 @@ mod tests {
         let limits = ToolLimits {
             timeout_secs: 3.0,
             retries: 2,
+            ..ToolLimits::default()
         };
         let parts = instantiate(&toml::Table::new(), &limits).unwrap();
         let spec = parts.tools[0].spec();

@@ -41,6 +41,9 @@ pub struct WebFetchConfig {
     pub max_chars: usize,
     /// Allow loopback/private/link-local addresses (off: the model must not reach the user's LAN).
     pub allow_private_hosts: bool,
+    /// Offer the tool in turns whose context holds screen text (off: a fetched URL could carry what
+    /// was on the user's screen to any host).
+    pub allow_with_screen_text: bool,
 }
 
 impl Default for WebFetchConfig {
@@ -50,6 +53,7 @@ impl Default for WebFetchConfig {
             timeout_secs: 15.0,
             max_chars: 20_000,
             allow_private_hosts: false,
+            allow_with_screen_text: false,
         }
     }
 }
@@ -120,6 +124,10 @@ impl WebFetchTool {
                 "additionalProperties": false
             }),
         );
+        // A page is someone else's text; its URL can carry anything the model read.
+        let spec = spec
+            .with_untrusted_output(true)
+            .with_egress(!config.allow_with_screen_text);
         Ok(Self {
             spec: limited_spec(PLUGIN, spec, limits)?,
             inner: Arc::new(Fetcher { config, client }),

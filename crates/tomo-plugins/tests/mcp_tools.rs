@@ -17,6 +17,7 @@ fn fixture() -> McpServerConfig {
         command: env!("CARGO_BIN_EXE_tomo-mcp-fixture").to_owned(),
         args: Vec::new(),
         env: BTreeMap::from([("RUST_LOG".to_owned(), "warn".to_owned())]),
+        pass_env: Vec::new(),
         startup_timeout_secs: 20.0,
     }
 }
@@ -42,6 +43,7 @@ async fn lists_tools_with_schemas_and_limits() {
     let limits = ToolLimits {
         timeout_secs: 7.5,
         retries: 2,
+        ..ToolLimits::default()
     };
     let tools = connect_mcp("fixture", &fixture(), &limits).await.unwrap();
     let mut names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();

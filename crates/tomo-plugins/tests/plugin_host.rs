@@ -7,12 +7,30 @@ use std::path::Path;
 
 use std::time::Duration;
 
+use tomo_config::manifest::discover_plugins;
 use tomo_config::profile::parse_profile;
-use tomo_core::plugin_host::{LoadedPlugins, load_plugins};
+use tomo_core::plugin_host::{LoadedPlugins, PluginGate, load_plugins};
 use tomo_llm::LlmEndpoint;
 use tomo_plugin_api::FactoryContext;
+use tomo_plugin_api::trust::{McpCommand, TrustDecision, TrustStore};
+
+/// The answers of a user who allowed every command in `dir` (what `tomo plugins trust` records).
+fn trust_all(dir: &Path) -> TrustStore {
+    let store = TrustStore::in_data_root(&dir.join("data"));
+    for manifest in discover_plugins(dir).0 {
+        if let Some(command) = McpCommand::of(&manifest) {
+            store.remember(&command, TrustDecision::Allowed).unwrap();
+        }
+    }
+    store
+}
 
 async fn load(enabled: &str, extra: &str, dir: &Path) -> LoadedPlugins {
+    let trust = trust_all(dir);
+    load_with(enabled, extra, dir, trust).await
+}
+
+async fn load_with(enabled: &str, extra: &str, dir: &Path, trust: TrustStore) -> LoadedPlugins {
     let ctx = FactoryContext {
         agent_id: "t".into(),
         character_name: "T".into(),
@@ -27,11 +45,16 @@ async fn load(enabled: &str, extra: &str, dir: &Path) -> LoadedPlugins {
         })
         .unwrap(),
     };
+    let gate = PluginGate {
+        trust,
+        approvals: None,
+    };
     load_plugins(
         &profile(enabled, extra),
         dir,
         &tomo_plugins::builtin_factories(),
         &ctx,
+        &gate,
     )
     .await
 }
@@ -161,4 +184,58 @@ async fn an_mcp_manifest_cannot_turn_a_built_in_into_a_command() {
     );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!ran.exists(), "the manifest's command ran");
+}
+
+/// A command nobody allowed is not run: its plugin waits for the user's answer, and a "no" keeps it off
+/// with a way to allow it later. A changed manifest (another argument) asks again.
+#[tokio::test]
+async fn a_command_runs_only_once_the_user_allowed_exactly_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let manifest = |arg: &str| {
+        format!(
+            "[plugin]\nid = \"notes\"\ntype = \"tool\"\ndescription = \"notes\"\n\n[mcp]\ncommand = \"sh\"\nargs = [\"-c\", \"touch '{}'\", \"{arg}\"]\n",
+            ran.display()
+        )
+    };
+    write_plugin(dir.path(), "notes", &manifest("v1"));
+    let store = TrustStore::in_data_root(&dir.path().join("data"));
+    let loaded = load_with("\"notes\"", "", dir.path(), store.clone()).await;
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    assert_eq!(loaded.pending.len(), 1);
+    let command = loaded.pending[0].clone();
+    assert_eq!(command.plugin, "notes");
+    assert!(
+        command.command_line().starts_with("sh -c 'touch "),
+        "{}",
+        command.command_line()
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!ran.exists(), "an unapproved command ran");
+
+    store.remember(&command, TrustDecision::Denied).unwrap();
+    let loaded = load_with("\"notes\"", "", dir.path(), store.clone()).await;
+    assert!(loaded.pending.is_empty());
+    assert!(
+        loaded.problems[0]
+            .message
+            .contains("tomo plugins trust notes"),
+        "{:?}",
+        loaded.problems
+    );
+    assert!(!ran.exists(), "a declined command ran");
+
+    // Allowed: it runs (and, not being an MCP server, fails to start, which is reported).
+    store.remember(&command, TrustDecision::Allowed).unwrap();
+    let loaded = load_with("\"notes\"", "", dir.path(), store.clone()).await;
+    assert!(loaded.pending.is_empty());
+    assert!(ran.exists(), "the allowed command did not run");
+    std::fs::remove_file(&ran).unwrap();
+
+    // The manifest changed: asked again, not run.
+    write_plugin(dir.path(), "notes", &manifest("v2"));
+    let loaded = load_with("\"notes\"", "", dir.path(), store).await;
+    assert_eq!(loaded.pending.len(), 1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!ran.exists(), "a changed command ran without asking");
 }

@@ -73,6 +73,35 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         target: Option<String>,
     },
+    /// The user's answer to `approval_requested` `id`. A command allowed is remembered (and its plugin
+    /// started at once); a tool call allowed runs once.
+    Approve { id: u64, allow: bool },
+}
+
+/// What the user is asked to allow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ApprovalRequest {
+    /// A plugin wants to start a program (its MCP server) that was never allowed on this installation.
+    /// Until allowed the plugin stays off; the answer is remembered for exactly this command.
+    RunCommand {
+        plugin: String,
+        /// The exact command line that would run.
+        command: String,
+        /// Names of the variables it would be given (the rest of the environment is withheld).
+        env: Vec<String>,
+        /// The manifest that declares it.
+        manifest: String,
+    },
+    /// A tool with side effects (marked `confirm = true`) wants to run with these arguments.
+    ToolCall {
+        plugin: String,
+        tool_name: String,
+        args: serde_json::Value,
+        /// No answer within this time counts as no.
+        timeout_ms: u64,
+    },
 }
 
 /// What thinks for the character: the embedded brain on this computer, or an OpenAI-compatible endpoint.
@@ -465,6 +494,17 @@ pub enum Event {
     PluginState {
         plugin: String,
         state: PluginState,
+    },
+    /// The user is asked to allow something; answer with the `approve` op and this `id`.
+    ApprovalRequested {
+        id: u64,
+        request: ApprovalRequest,
+    },
+    /// Request `id` was answered (by any client, the terminal, or a timeout): every client drops its
+    /// prompt.
+    ApprovalResolved {
+        id: u64,
+        allowed: bool,
     },
 }
 

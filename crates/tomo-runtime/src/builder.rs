@@ -91,6 +91,7 @@ pub struct SessionBuilder {
     extra_hooks: Vec<Arc<dyn Hook>>,
     flags: ListenFlags,
     brain_progress: Box<dyn FnMut(BrainProgress) + Send>,
+    ask_on_terminal: bool,
 }
 
 impl SessionBuilder {
@@ -107,6 +108,7 @@ impl SessionBuilder {
             extra_hooks: Vec::new(),
             flags: ListenFlags::default(),
             brain_progress: Box::new(|progress| tracing::debug!(?progress, "embedded brain")),
+            ask_on_terminal: false,
         }
     }
 
@@ -114,6 +116,14 @@ impl SessionBuilder {
     /// line); by default only the log.
     pub fn brain_progress(mut self, progress: impl FnMut(BrainProgress) + Send + 'static) -> Self {
         self.brain_progress = Box::new(progress);
+        self
+    }
+
+    /// Before the session starts, ask y/N on the terminal about each program the profile's plugins
+    /// would run for the first time (`tomo chat|run|serve`). Without a terminal, or for what is not
+    /// answered here, the session asks its clients (`approval_requested`).
+    pub fn ask_about_commands_on_terminal(mut self) -> Self {
+        self.ask_on_terminal = true;
         self
     }
 
@@ -221,6 +231,26 @@ impl SessionBuilder {
             }
             _ => None,
         };
+        if self.ask_on_terminal {
+            let (path, profile, options) = (
+                self.profile_path.clone(),
+                self.profile.clone(),
+                self.env.clone(),
+            );
+            let asked = tokio::task::spawn_blocking(move || {
+                let commands = crate::trust::profile_commands(&path, &profile, &options)
+                    .map_err(|e| e.to_string())?;
+                crate::trust::ask_on_terminal(&commands, &crate::trust::trust_store(&options))
+                    .map_err(|e| e.to_string())
+            })
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+            if let Err(error) = asked {
+                notify(Notice::warning(format!(
+                    "cannot ask about the plugins' commands ({error}); the session asks instead"
+                )));
+            }
+        }
         // The embedded brain (brain.rs): installed on the first run and started before the session, so
         // loading shows as start-up progress and the character finds it running.
         let brain = ModelStore::from_env()

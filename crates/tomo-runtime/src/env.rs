@@ -18,7 +18,8 @@ use crate::paths::plugins_dir_for;
 /// What a front end may override; `None` keeps the profile's (or the platform's) default.
 #[derive(Debug, Clone, Default)]
 pub struct EnvOptions {
-    /// Plugin manifests folder (default: `plugins/` next to the profile's folder, else ./plugins).
+    /// Plugin manifests folder (default: `plugins/` next to the profile's folder, else a development
+    /// checkout's own; never the working directory's).
     pub plugins_dir: Option<PathBuf>,
     /// Where characters keep history, diaries and memories (default: the platform data dir).
     pub data_dir: Option<PathBuf>,

@@ -11,6 +11,7 @@ pub mod flags;
 pub mod listen;
 pub mod notices;
 pub mod paths;
+pub mod trust;
 pub mod voice;
 
 pub use brain::{Brain, BrainProgress, BrainStats};

@@ -45,10 +45,12 @@
 
 pub mod auth;
 mod hub;
+mod listener;
 pub mod policy;
 pub mod profiles;
 pub mod replay;
 mod routes;
+mod static_guard;
 mod ws;
 
 use std::net::SocketAddr;
@@ -61,8 +63,12 @@ use tokio::task::JoinHandle;
 use tomo_protocol::{EventEnvelope, Op};
 
 use hub::Hub;
+pub use listener::ConnectionLimits;
 pub use policy::{ClientOpPolicy, OpRefused};
 pub use replay::{Replay, ReplayRing};
+
+/// How long [`Server::shutdown`] waits for open connections to finish.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Shortest token accepted for a non-loopback bind: a short token on a network is guessable.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -94,6 +100,8 @@ pub struct ServerConfig {
     pub replay_max_bytes: usize,
     /// Frames queued for one client before it counts as too slow and is disconnected.
     pub client_queue: usize,
+    /// Open connections at once, and how long a request head may take.
+    pub limits: ConnectionLimits,
 }
 
 impl ServerConfig {
@@ -129,6 +137,7 @@ impl Default for ServerConfig {
             replay_capacity: 10_000,
             replay_max_bytes: 32 << 20,
             client_queue: 1024,
+            limits: ConnectionLimits::default(),
         }
     }
 }
@@ -228,6 +237,7 @@ impl Server {
             config.models_dir.as_deref(),
         );
         let (stop, stopped) = oneshot::channel();
+        let listener = listener::LimitedListener::new(listener, config.limits);
         let task = tokio::spawn(async move {
             axum::serve(listener, app)
                 .with_graceful_shutdown(async move {
@@ -249,16 +259,22 @@ impl Server {
         self.addr
     }
 
-    /// Stops accepting connections, closes every WebSocket and waits for the server task.
+    /// Stops accepting connections, closes every WebSocket and waits for the server task, at most
+    /// [`SHUTDOWN_GRACE`]: a client that never finishes its request must not hold the program open.
     pub async fn shutdown(mut self) -> Result<(), ServerError> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         // Graceful shutdown waits for open connections; sockets would keep it waiting forever.
         self.hub.close();
-        match self.task.await {
-            Ok(result) => result.map_err(ServerError::Serve),
-            Err(join) => Err(ServerError::Serve(std::io::Error::other(join))),
+        match tokio::time::timeout(SHUTDOWN_GRACE, &mut self.task).await {
+            Ok(Ok(result)) => result.map_err(ServerError::Serve),
+            Ok(Err(join)) => Err(ServerError::Serve(std::io::Error::other(join))),
+            Err(_) => {
+                tracing::info!("connections still open after {SHUTDOWN_GRACE:?}; closing them");
+                self.task.abort();
+                Ok(())
+            }
         }
     }
 }

@@ -34,7 +34,10 @@ pub(crate) async fn upgrade(
         return (StatusCode::FORBIDDEN, "origin not allowed\n").into_response();
     }
     let last_seq = query.last_seq.unwrap_or(0);
+    // A frame as big as a message at most: the library's 16 MiB frame default would be buffered whole
+    // before the message limit is checked (16 clients × 15 MiB took RSS from 54 to 301 MB).
     ws.max_message_size(MAX_MESSAGE_BYTES)
+        .max_frame_size(MAX_MESSAGE_BYTES)
         .on_upgrade(move |socket| client(socket, state, last_seq))
 }
 

@@ -66,7 +66,7 @@ fn manifest_errors_name_the_file_and_the_field() {
         "{error}"
     );
 
-    let error = parse_error(&VALID.replace("kind = \"whisper\"", "kind = \"llm\""));
+    let error = parse_error(&VALID.replace("kind = \"whisper\"", "kind = \"telepathy\""));
     assert!(
         error.contains("models/manifest.toml") && error.contains("kind"),
         "{error}"

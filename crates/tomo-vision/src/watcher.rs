@@ -210,6 +210,9 @@ impl ScreenWatcher {
     }
 }
 
+/// A forced re-read at most once a day is "never" in practice; bigger numbers overflow a `Duration`.
+const MAX_FORCE_EVERY_S: f32 = 86_400.0;
+
 pub(crate) fn validate(config: &WatchConfig) -> Result<(), WatchError> {
     if !(config.fps.is_finite() && config.fps > 0.0 && config.fps <= 30.0) {
         return Err(WatchError::Config {
@@ -217,11 +220,14 @@ pub(crate) fn validate(config: &WatchConfig) -> Result<(), WatchError> {
             message: format!("{} is not in (0, 30]", config.fps),
         });
     }
-    if !(config.force_every_s.is_finite() && config.force_every_s > 0.0) {
+    if !(config.force_every_s.is_finite()
+        && config.force_every_s > 0.0
+        && config.force_every_s <= MAX_FORCE_EVERY_S)
+    {
         return Err(WatchError::Config {
             field: "force_every_s",
             message: format!(
-                "{} must be a positive number of seconds",
+                "{} must be a positive number of seconds up to a day",
                 config.force_every_s
             ),
         });
@@ -366,8 +372,10 @@ fn blank_what_covers(image: &mut RgbaImage, info: &target::WindowInfo) {
 }
 
 fn capture_loop(shared: &Shared, config: &WatchConfig, tx: &Sender<WatchOutput>) {
-    let period = Duration::from_secs_f32(1.0 / config.fps);
-    let force_every = Duration::from_secs_f32(config.force_every_s);
+    // `validate` bounds both; the fallbacks only keep a config built in code from panicking.
+    let period = Duration::try_from_secs_f32(1.0 / config.fps).unwrap_or(Duration::from_secs(1));
+    let force_every =
+        Duration::try_from_secs_f32(config.force_every_s).unwrap_or(Duration::from_secs(30));
     let mut diff = FrameDiff::new(config.diff.clone());
     let mut identity = None;
     let mut status: Option<WatchStatus> = None;
@@ -526,6 +534,13 @@ mod tests {
             (
                 WatchConfig {
                     force_every_s: -1.0,
+                    ..ok.clone()
+                },
+                "force_every_s",
+            ),
+            (
+                WatchConfig {
+                    force_every_s: 1e20,
                     ..ok.clone()
                 },
                 "force_every_s",

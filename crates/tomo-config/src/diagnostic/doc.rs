@@ -15,7 +15,7 @@ use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue, ValueDeserializer};
 
 use super::humanize::{Reworded, reword};
-use super::{Diagnostic, Severity, did_you_mean};
+use super::{Diagnostic, LineIndex, Severity, did_you_mean};
 
 /// Upper bound on re-deserializations of one table; each attempt removes one bad field.
 const MAX_ATTEMPTS: usize = 64;
@@ -46,7 +46,7 @@ impl<T> Section<T> {
 }
 
 pub(crate) struct Doc<'i> {
-    text: &'i str,
+    lines: LineIndex<'i>,
     file: PathBuf,
     root: Spanned<DeValue<'i>>,
     /// JSON Schema of the whole document: lists the keys each table accepts, for "did you mean".
@@ -62,15 +62,17 @@ impl<'i> Doc<'i> {
         schema: serde_json::Value,
     ) -> Result<Self, Vec<Diagnostic>> {
         let (root, errors) = DeTable::parse_recoverable(text);
+        let lines = LineIndex::new(text);
         if !errors.is_empty() {
+            let headers = LineHeaders::new(&lines);
             let mut diagnostics: Vec<Diagnostic> = errors
                 .iter()
                 .map(|e| {
                     let offset = e.span().map_or(0, |s| s.start);
                     let message = e.message().trim().replace('\n', "; ");
                     let message = format!("invalid TOML: {message}");
-                    let field = guess_field(text, offset);
-                    Diagnostic::at_offset(Severity::Error, file, text, offset, field, message)
+                    let field = guess_field(&lines, &headers, offset);
+                    Diagnostic::at_offset(Severity::Error, file, &lines, offset, field, message)
                 })
                 .collect();
             super::sort(&mut diagnostics);
@@ -78,7 +80,7 @@ impl<'i> Doc<'i> {
         }
         let span = root.span();
         Ok(Self {
-            text,
+            lines,
             file: file.to_path_buf(),
             root: Spanned::new(span, DeValue::Table(root.into_inner())),
             schema,
@@ -134,7 +136,7 @@ impl<'i> Doc<'i> {
         field: String,
         message: impl Into<String>,
     ) {
-        let d = Diagnostic::at_offset(severity, &self.file, self.text, offset, field, message);
+        let d = Diagnostic::at_offset(severity, &self.file, &self.lines, offset, field, message);
         self.diagnostics.push(d);
     }
 
@@ -535,28 +537,56 @@ fn insert_placeholder(value: &mut Spanned<DeValue<'_>>, rel: &[String]) -> bool 
     true
 }
 
+/// For each line, the last `[table]` header line above it (computed once for all syntax errors).
+struct LineHeaders {
+    above: Vec<Option<usize>>,
+}
+
+impl LineHeaders {
+    fn new(lines: &LineIndex<'_>) -> Self {
+        let mut above = Vec::new();
+        let mut last = None;
+        let mut index = 0;
+        loop {
+            let range = lines.line_range(index);
+            above.push(last);
+            if header_name(&lines.text()[range.clone()]).is_some() {
+                last = Some(index);
+            }
+            if range.end >= lines.text().len() {
+                break;
+            }
+            index += 1;
+        }
+        Self { above }
+    }
+}
+
+/// `[a.b]` or `[[a.b]]` → `a.b`.
+fn header_name(line: &str) -> Option<String> {
+    let l = line.trim();
+    let inner = l.strip_prefix("[[").or_else(|| l.strip_prefix('['))?;
+    let end = inner.find(']')?;
+    Some(inner[..end].trim().to_owned())
+}
+
 /// Best-effort field path for a syntax error: the key on the error's line, under the last
 /// `[table]` header above it.
-fn guess_field(text: &str, offset: usize) -> String {
-    let offset = offset.min(text.len());
-    let Some(before) = text.get(..offset) else {
-        return String::new();
-    };
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let line_end = text[line_start..]
-        .find('\n')
-        .map_or(text.len(), |i| line_start + i);
-    let key = text[line_start..line_end]
+fn guess_field(lines: &LineIndex<'_>, headers: &LineHeaders, offset: usize) -> String {
+    let text = lines.text();
+    let index = lines.line_of(offset.min(text.len()));
+    let line = &text[lines.line_range(index)];
+    let key = line
         .split_once('=')
         .map(|(k, _)| k.trim().trim_matches('"').to_owned())
         .filter(|k| !k.is_empty() && !k.starts_with('[') && !k.starts_with('#'));
-    let header = text[..line_start].lines().rev().find_map(|l| {
-        let l = l.trim();
-        let inner = l.strip_prefix("[[").or_else(|| l.strip_prefix('['))?;
-        let end = inner.find(']')?;
-        Some(inner[..end].trim().to_owned())
-    });
-    let on_header = text[line_start..line_end].trim_start().starts_with('[');
+    let header = headers
+        .above
+        .get(index)
+        .copied()
+        .flatten()
+        .and_then(|h| header_name(&text[lines.line_range(h)]));
+    let on_header = line.trim_start().starts_with('[');
     match (header, key) {
         (Some(h), Some(k)) => format!("{h}.{k}"),
         (None, Some(k)) => k,

@@ -59,7 +59,7 @@ pub fn plugin_manifest_json_schema() -> serde_json::Value {
 /// Reads and parses one `plugin.toml`. Warnings (unknown keys) are logged, not returned; use
 /// [`discover_plugins`] or [`parse_manifest`] to get them.
 pub fn load_manifest(path: &Path) -> Result<PluginManifest, ManifestError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
+    let text = crate::diagnostic::read_config_file(path).map_err(|source| ManifestError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -115,7 +115,7 @@ pub fn discover_plugins(dir: &Path) -> (Vec<PluginManifest>, Vec<Diagnostic>) {
             diagnostics.push(Diagnostic::unlocated(Severity::Error, &path, "", message));
             continue;
         };
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::diagnostic::read_config_file(&path) {
             Ok(text) => text,
             Err(e) => {
                 let message = format!("cannot read plugin manifest: {e}");
@@ -195,7 +195,24 @@ fn parse(
             message,
         );
     }
+    if let Some(t) = &tool.value
+        && tool.ok("tool.max_output_bytes")
+        && t.max_output_bytes == 0
+    {
+        let path = ["tool", "max_output_bytes"];
+        doc.report(Severity::Error, &path, Target::Value, "must be at least 1");
+    }
     if let Some(Some(m)) = &mcp {
+        for (i, name) in m.pass_env.iter().enumerate() {
+            if !crate::keys::is_env_name(name) {
+                let index = i.to_string();
+                let path = ["mcp", "pass_env", index.as_str()];
+                let message = format!(
+                    "expected the name of an environment variable (letters, digits and `_`), found `{name}`"
+                );
+                doc.report(Severity::Error, &path, Target::Value, message);
+            }
+        }
         if m.command.trim().is_empty() {
             doc.report(
                 Severity::Error,

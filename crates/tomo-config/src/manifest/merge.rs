@@ -10,11 +10,17 @@
 //!   complete list of settings, so an unknown key is a typo or a setting of another version, and
 //!   dropping it keeps the effective config's shape exactly the defaults' shape;
 //! - exception: an empty table in the defaults is free-form (e.g. a map of headers), and whatever the
-//!   override puts there is kept.
+//!   override puts there is kept;
+//! - a setting named `*_secs` or `*_s` is a duration: it must be a finite number of seconds from 0 to
+//!   [`MAX_CONFIG_SECS`], else it is an error and the default is kept (`1e20` seconds would panic the
+//!   plugin's `Duration` at run time, long after `tomo profile check` said ok).
 
 use toml::{Table, Value};
 
 use super::PluginManifest;
+
+/// The longest duration a plugin setting may ask for: thirty days.
+pub const MAX_CONFIG_SECS: f64 = 30.0 * 24.0 * 3600.0;
 use crate::diagnostic::{Diagnostic, Severity, Target, did_you_mean, dotted};
 
 /// One problem found while merging, relative to the override table.
@@ -93,6 +99,15 @@ fn merge_into(
                 other => issues.push(mismatch(path, "a table", other)),
             },
             Some(slot) => match coerce(slot, value) {
+                Some(v) if is_duration_key(key) && duration_problem(&v).is_some() => {
+                    let message = duration_problem(&v).unwrap_or_default();
+                    issues.push(ConfigIssue {
+                        path: path.clone(),
+                        severity: Severity::Error,
+                        target: Target::Value,
+                        message,
+                    });
+                }
                 Some(v) => *slot = v,
                 None => {
                     let issue = mismatch(path, kind(slot), value);
@@ -102,6 +117,25 @@ fn merge_into(
         }
         path.pop();
     }
+}
+
+/// Settings named like `timeout_secs`, `interval_s`, `half_life_s` hold seconds.
+fn is_duration_key(key: &str) -> bool {
+    key.ends_with("_secs") || key.ends_with("_s")
+}
+
+/// Why `value` is no usable number of seconds, if it is not.
+fn duration_problem(value: &Value) -> Option<String> {
+    let secs = match value {
+        Value::Float(f) => *f,
+        Value::Integer(i) => *i as f64,
+        _ => return None,
+    };
+    (!(secs.is_finite() && (0.0..=MAX_CONFIG_SECS).contains(&secs))).then(|| {
+        format!(
+            "must be a number of seconds from 0 to {MAX_CONFIG_SECS} (30 days), found {secs}; the default is used"
+        )
+    })
 }
 
 /// `value` converted to the default's type, if it has it (or is an integer for a float default).

@@ -82,7 +82,7 @@ fn shipped_manifests_load() {
     assert_eq!(
         web.config,
         table(
-            "max_bytes = 300000\ntimeout_secs = 10.0\nmax_chars = 6000\nallow_private_hosts = false"
+            "max_bytes = 300000\ntimeout_secs = 10.0\nmax_chars = 6000\nallow_private_hosts = false\nallow_with_screen_text = false"
         )
     );
     assert!(web.mcp.is_none());

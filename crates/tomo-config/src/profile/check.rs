@@ -40,7 +40,7 @@ pub fn check_profile_with(
     plugins_dir: &Path,
     context: &CheckContext,
 ) -> Vec<Diagnostic> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::diagnostic::read_config_file(path) {
         Ok(text) => text,
         Err(e) => {
             return vec![Diagnostic::unlocated(

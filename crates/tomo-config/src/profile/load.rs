@@ -6,13 +6,13 @@ use std::path::Path;
 use crate::diagnostic::{Diagnostic, Doc, Section, Severity, Target};
 
 use super::{
-    AsrConfig, CharacterConfig, Live2dConfig, LlmConfig, LoadedProfile, PluginsConfig, Profile,
-    ProfileError, TtsConfig, profile_json_schema,
+    AsrConfig, CharacterConfig, Live2dConfig, LlmConfig, LoadedProfile, MAX_REQUEST_TIMEOUT_SECS,
+    PluginsConfig, Profile, ProfileError, TtsConfig, profile_json_schema,
 };
 
 /// Reads and parses the profile at `path`.
 pub fn load_profile(path: &Path) -> Result<LoadedProfile, ProfileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+    let text = crate::diagnostic::read_config_file(path).map_err(|source| ProfileError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -197,11 +197,15 @@ fn validate_llm(doc: &mut Doc<'_>, section: &Section<LlmConfig>) {
         error(doc, &["llm", "max_tokens"], "must be at least 1");
     }
     let timeout = l.request_timeout_secs;
-    if section.ok("llm.request_timeout_secs") && !(timeout.is_finite() && timeout > 0.0) {
+    if section.ok("llm.request_timeout_secs")
+        && !(timeout.is_finite() && timeout > 0.0 && timeout <= MAX_REQUEST_TIMEOUT_SECS)
+    {
         error(
             doc,
             &["llm", "request_timeout_secs"],
-            format!("must be a positive number of seconds, found {timeout}"),
+            format!(
+                "must be a positive number of seconds up to {MAX_REQUEST_TIMEOUT_SECS} (one day), found {timeout}"
+            ),
         );
     }
     if section.ok("llm.max_tool_rounds") && !(1..=6).contains(&l.max_tool_rounds) {
@@ -372,9 +376,5 @@ fn is_http_url(url: &str) -> bool {
 }
 
 fn is_env_var_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    crate::keys::is_env_name(name)
 }

@@ -43,6 +43,10 @@ pub use schema::profile_json_schema;
 
 /// Pattern of `character.agent_id` and plugin ids: they name directories, so only characters that are
 /// safe in a file name on every OS. The schemas use it; the loaders check it with [`is_valid_id`].
+/// The longest `llm.request_timeout_secs` accepted: one day (a bigger number would overflow the
+/// `Duration` it becomes).
+pub const MAX_REQUEST_TIMEOUT_SECS: f64 = 86_400.0;
+
 pub const ID_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,63}$";
 
 /// A loaded, validated character profile.
@@ -175,7 +179,7 @@ pub struct LlmConfig {
     pub context_budget_tokens: usize,
     /// Seconds before a request without progress is abandoned.
     #[serde(default = "default_request_timeout_secs")]
-    #[schemars(extend("exclusiveMinimum" = 0))]
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 86400))]
     pub request_timeout_secs: f64,
     /// Retries of a failed request, only before the first token arrives.
     #[serde(default = "default_max_retries")]

@@ -113,6 +113,8 @@ pub struct Character {
     history: Mutex<History>,
     /// Unreadable lines the history load skipped (torn writes), announced once with the character.
     pub history_skipped_lines: usize,
+    /// Commands of enabled plugins the user has not answered for: asked with the character.
+    pub pending_commands: Vec<tomo_plugin_api::trust::McpCommand>,
     /// Recent turns verbatim, older ones in a running summary (see `compress.rs`).
     compressor: Compressor,
 }
@@ -123,9 +125,16 @@ impl Character {
     pub async fn load(
         profile: Profile,
         env: &Environment,
+        approvals: Option<super::Approvals>,
     ) -> Result<(Self, Vec<PluginProblem>), CharacterError> {
         let llm = &profile.llm;
-        let idle_timeout = Duration::from_secs_f64(llm.request_timeout_secs.max(1.0));
+        // The profile check bounds the timeout; a profile built in code gets the same bound here instead
+        // of a panicking conversion.
+        let idle_timeout = Duration::try_from_secs_f64(
+            llm.request_timeout_secs
+                .clamp(1.0, tomo_config::profile::MAX_REQUEST_TIMEOUT_SECS),
+        )
+        .unwrap_or(Duration::from_secs(60));
         let brain = llm_settings::resolve(llm, &env.llm);
         let embedded = matches!(brain, Brain::Embedded { .. });
         let client = match brain {
@@ -162,11 +171,16 @@ impl Character {
             data_dir: data_dir.clone(),
             llm: client.clone(),
         };
+        let gate = plugin_host::PluginGate {
+            trust: tomo_plugin_api::trust::TrustStore::in_data_root(&env.data_root),
+            approvals,
+        };
         let loaded = plugin_host::load_plugins(
             &profile,
             &env.plugins_dir,
             &env.plugin_factories,
             &factory_ctx,
+            &gate,
         )
         .await;
         let emotions = profile.emotions();
@@ -206,6 +220,7 @@ impl Character {
                 .chain(env.extra_hooks.iter().cloned())
                 .collect(),
             history_skipped_lines,
+            pending_commands: loaded.pending,
             data_dir,
             history: Mutex::new(history),
             profile,

@@ -4,6 +4,8 @@
 //! and schedulers (`plugin_tasks.rs`) and decides whether a proactive turn may start (`proactive.rs`).
 
 mod advice;
+mod answers;
+mod approvals;
 mod character;
 pub mod compress;
 pub mod heard;
@@ -13,6 +15,7 @@ mod llm_settings;
 mod plugin_tasks;
 mod proactive;
 mod prompt;
+mod redaction;
 mod turn;
 mod warm;
 
@@ -24,6 +27,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use approvals::Approvals;
 pub use character::{
     Character, CharacterError, Environment, LlmOverrides, character_dir, default_data_root,
 };
@@ -76,7 +80,8 @@ pub async fn start_session(
     env: Environment,
     sink: Arc<dyn OutputSink>,
 ) -> Result<(SessionHandle, mpsc::UnboundedReceiver<EventEnvelope>), CharacterError> {
-    let (character, problems) = Character::load(profile, &env).await?;
+    let (approvals, approval_rx) = Approvals::channel();
+    let (character, problems) = Character::load(profile, &env, Some(approvals.clone())).await?;
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let (ops_tx, ops_rx) = mpsc::channel(64);
     let (turn_tx, turn_rx) = mpsc::unbounded_channel();
@@ -103,7 +108,12 @@ pub async fn start_session(
         half_duplex: false,
         observations: VecDeque::new(),
         warm_up: None,
+        secrets: Vec::new(),
+        approvals,
+        approval_rx,
+        questions: approvals::OpenQuestions::default(),
     };
+    coordinator.refresh_secrets();
     coordinator.announce(problems);
     coordinator.start_plugins();
     coordinator.warm_up();
@@ -141,6 +151,13 @@ struct Coordinator {
     observations: VecDeque<Observation>,
     /// The character's prefix being evaluated ahead of its first turn (`warm.rs`).
     warm_up: Option<JoinHandle<()>>,
+    /// Key values no event may carry (see `redaction.rs`).
+    secrets: Vec<String>,
+    /// Handed to every character's plugins, for tools that ask before they act.
+    approvals: Approvals,
+    approval_rx: mpsc::UnboundedReceiver<approvals::ToolQuestion>,
+    /// Questions to the user not yet answered.
+    questions: approvals::OpenQuestions,
 }
 
 impl Coordinator {
@@ -157,6 +174,7 @@ impl Coordinator {
                     None | Some(Op::Shutdown) => break,
                     Some(op) => self.handle_op(op).await,
                 },
+                Some(question) = self.approval_rx.recv() => self.ask_about_tool(question),
                 // Last: a user op that arrives together with a scheduler's request wins.
                 Some(msg) = self.plugin_rx.recv() => self.handle_plugin_msg(msg).await,
             }
@@ -258,6 +276,7 @@ impl Coordinator {
     }
 
     fn send(&mut self, event: Event) {
+        let event = redaction::redact_event(event, &self.secrets);
         self.seq += 1;
         self.plugins.forward(&event);
         // A client that went away does not stop the session.
@@ -288,6 +307,7 @@ impl Coordinator {
                 ),
             });
         }
+        self.ask_about_commands();
         let ready = Event::SessionReady {
             character: self.character.name().to_owned(),
             agent_id: self.character.agent_id().to_owned(),
@@ -402,6 +422,7 @@ impl Coordinator {
                 reason,
                 share_observations_with_cloud: false,
             }),
+            Op::Approve { id, allow } => self.answer(id, allow).await,
             Op::SetSensor {
                 plugin,
                 enabled,
@@ -486,6 +507,10 @@ impl Coordinator {
                 }
             }
             TurnMsg::Done => {
+                // A confirmation the turn no longer waits for: every client drops its prompt.
+                for id in self.questions.abandoned() {
+                    self.emit(Event::ApprovalResolved { id, allowed: false });
+                }
                 if self.current.as_ref().is_some_and(|a| a.id == turn_id)
                     && let Some(mut active) = self.current.take()
                     && let Some(report) = active.latency.finish()
@@ -605,7 +630,8 @@ impl Coordinator {
 
     /// Loads `profile` as the session's character (new plugins, voice, memory space) and announces it.
     async fn reload(&mut self, profile: Profile, label: &str) -> Result<(), CharacterError> {
-        let (character, problems) = Character::load(profile, &self.env).await?;
+        let (character, problems) =
+            Character::load(profile, &self.env, Some(self.approvals.clone())).await?;
         // Before the next turn can start: the character speaks with its own voice from its first
         // sentence on (a voice that cannot load leaves the old one and says so).
         if let Err(error) = self.sink.switch_voice(&character.profile).await {
@@ -618,7 +644,17 @@ impl Coordinator {
         // The old character's sensors stop watching before the new one's start.
         std::mem::take(&mut self.plugins).stop().await;
         self.observations.clear();
+        // Questions about commands the new character does not run are moot.
+        let still_pending: Vec<String> = character
+            .pending_commands
+            .iter()
+            .map(tomo_plugin_api::trust::McpCommand::fingerprint)
+            .collect();
+        for id in self.questions.drop_commands_except(&still_pending) {
+            self.emit(Event::ApprovalResolved { id, allowed: false });
+        }
         self.character = Arc::new(character);
+        self.refresh_secrets();
         self.announce(problems);
         self.start_plugins();
         self.warm_up();

@@ -129,10 +129,29 @@ async fn execute(
         data_dir: character.data_dir.clone(),
         cancel: cancel.clone(),
     };
+    // Screen text in the context (this proactive turn's, or one still in the recent history): no tool
+    // that can carry text off the machine is offered, unless its plugin allows it.
+    let screen_in_context = messages.iter().any(|m| {
+        matches!(m, ChatMessage::User { content } if content.contains(super::proactive::SCREEN_OPEN))
+    });
+    let offline_tools;
+    let tools = if screen_in_context {
+        offline_tools = character.tools.filtered(|spec| !spec.egress);
+        let withheld = character.tools.names().len() - offline_tools.names().len();
+        if withheld > 0 {
+            tracing::info!(
+                withheld,
+                "screen text in context: tools that send data out are withheld"
+            );
+        }
+        &offline_tools
+    } else {
+        &character.tools
+    };
     let (items_tx, items_rx) = mpsc::channel(256);
     let agent_run = agent::run_turn(
         &character.client,
-        &character.tools,
+        tools,
         &character.agent_config,
         messages,
         tool_ctx,

@@ -21,6 +21,11 @@ pub struct AgentConfig {
     pub max_retries: u32,
     /// First backoff delay; doubles with each retry.
     pub retry_base_delay: Duration,
+    /// How long the model may stream in one turn, all rounds together (tools not counted): the idle
+    /// timeout never fires on a server that keeps sending.
+    pub max_turn_duration: Duration,
+    /// How much text, reasoning and tool-call arguments the model may stream in one turn.
+    pub max_turn_bytes: usize,
 }
 
 impl Default for AgentConfig {
@@ -29,6 +34,10 @@ impl Default for AgentConfig {
             max_rounds: 6,
             max_retries: 2,
             retry_base_delay: Duration::from_millis(300),
+            // A slow CPU model at 2 tokens/s still says 1,200 tokens in ten minutes.
+            max_turn_duration: Duration::from_secs(600),
+            // About 40,000 words: far beyond any spoken answer.
+            max_turn_bytes: 256 * 1024,
         }
     }
 }
@@ -89,16 +98,21 @@ pub async fn run_turn(
     let mut transcript = TurnTranscript::default();
     let definitions = tools.definitions();
     let max_rounds = config.max_rounds.max(1);
+    let mut budget = round::TurnBudget::new(config);
     for round in 1..=max_rounds {
         transcript.rounds = round;
-        let streamed = round::stream_round(
+        let request = round::RoundRequest {
             client,
-            &messages,
-            &definitions,
+            messages: &messages,
+            tools: &definitions,
+        };
+        let streamed = round::stream_round(
+            &request,
             config,
             round,
             &tool_ctx.cancel,
             &items,
+            &mut budget,
         )
         .await;
         let streamed = match streamed {

@@ -31,37 +31,98 @@ pub(super) enum RoundError {
     },
 }
 
+/// What is left of the turn's streaming bounds ([`AgentConfig::max_turn_duration`] and
+/// [`AgentConfig::max_turn_bytes`]).
+pub(super) struct TurnBudget {
+    deadline: tokio::time::Instant,
+    bytes_left: usize,
+    config_duration: std::time::Duration,
+    config_bytes: usize,
+}
+
+impl TurnBudget {
+    pub(super) fn new(config: &AgentConfig) -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            // A duration too big to add means no bound in practice.
+            deadline: now
+                .checked_add(config.max_turn_duration)
+                .unwrap_or(now + std::time::Duration::from_secs(86_400 * 365)),
+            bytes_left: config.max_turn_bytes,
+            config_duration: config.max_turn_duration,
+            config_bytes: config.max_turn_bytes,
+        }
+    }
+
+    fn spend(&mut self, bytes: usize) -> Result<(), LlmError> {
+        match self.bytes_left.checked_sub(bytes) {
+            Some(left) => {
+                self.bytes_left = left;
+                Ok(())
+            }
+            None => Err(LlmError::TurnLimit(format!(
+                "the model streamed more than {} bytes in one turn",
+                self.config_bytes
+            ))),
+        }
+    }
+
+    fn expired(&self) -> LlmError {
+        LlmError::TurnLimit(format!(
+            "the model streamed for more than {:.0?} in one turn",
+            self.config_duration
+        ))
+    }
+}
+
+/// What one request sends: the client it goes through, the context and the tools offered.
+pub(super) struct RoundRequest<'a> {
+    pub client: &'a LlmClient,
+    pub messages: &'a [ChatMessage],
+    pub tools: &'a [ToolDefinition],
+}
+
+/// What one attempt of a request has produced so far (started afresh on each retry).
+struct Attempt {
+    text: String,
+    assembler: ToolCallAssembler,
+    forwarded_anything: bool,
+    /// Small models write tool calls as text: held back from the stream and run like structured ones.
+    text_calls: Option<TextCalls>,
+}
+
+impl Attempt {
+    fn new(tools: &[ToolDefinition]) -> Self {
+        Self {
+            text: String::new(),
+            assembler: ToolCallAssembler::default(),
+            forwarded_anything: false,
+            text_calls: (!tools.is_empty())
+                .then(|| TextCalls::new(tools.iter().map(|t| t.function.name.clone()))),
+        }
+    }
+}
+
 /// Streams one request. Text and reasoning are forwarded as they arrive. A failure before anything was
 /// forwarded is retried (if retryable) with exponential backoff; after that, retrying would repeat words.
 pub(super) async fn stream_round(
-    client: &LlmClient,
-    messages: &[ChatMessage],
-    tools: &[ToolDefinition],
+    request: &RoundRequest<'_>,
     config: &AgentConfig,
     round: u32,
     cancel: &CancellationToken,
     items: &mpsc::Sender<TurnItem>,
+    budget: &mut TurnBudget,
 ) -> Result<StreamedRound, RoundError> {
     let mut attempt = 0;
     loop {
-        let mut text = String::new();
-        let mut assembler = ToolCallAssembler::default();
-        let mut forwarded_anything = false;
-        // Small models write tool calls as text: held back from the stream and run like structured ones.
-        let mut text_calls = (!tools.is_empty())
-            .then(|| TextCalls::new(tools.iter().map(|t| t.function.name.clone())));
-        let result = stream_once(
-            client,
-            messages,
-            tools,
-            cancel,
-            items,
-            &mut text,
-            &mut assembler,
-            &mut forwarded_anything,
-            text_calls.as_mut(),
-        )
-        .await;
+        let mut progress = Attempt::new(request.tools);
+        let result = stream_once(request, cancel, items, &mut progress, budget).await;
+        let Attempt {
+            text,
+            assembler,
+            forwarded_anything,
+            text_calls,
+        } = progress;
         match result {
             Ok(()) => {
                 let mut calls = assembler.finish(round);
@@ -106,18 +167,19 @@ pub(super) async fn stream_round(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn stream_once(
-    client: &LlmClient,
-    messages: &[ChatMessage],
-    tools: &[ToolDefinition],
+    request: &RoundRequest<'_>,
     cancel: &CancellationToken,
     items: &mpsc::Sender<TurnItem>,
-    text: &mut String,
-    assembler: &mut ToolCallAssembler,
-    forwarded_anything: &mut bool,
-    mut text_calls: Option<&mut TextCalls>,
+    progress: &mut Attempt,
+    budget: &mut TurnBudget,
 ) -> Result<(), RoundError> {
+    let Attempt {
+        text,
+        assembler,
+        forwarded_anything,
+        text_calls,
+    } = progress;
     let cancelled = || RoundError::Cancelled {
         partial_text: String::new(),
     };
@@ -125,18 +187,21 @@ async fn stream_once(
         error,
         partial_text: String::new(),
     };
+    let deadline = budget.deadline;
     let mut stream: LlmStream = tokio::select! {
         () = cancel.cancelled() => return Err(cancelled()),
-        started = client.stream_chat(messages, tools) => started.map_err(llm)?,
+        () = tokio::time::sleep_until(deadline) => return Err(llm(budget.expired())),
+        started = request.client.stream_chat(request.messages, request.tools) => started.map_err(llm)?,
     };
     loop {
         let next = tokio::select! {
             () = cancel.cancelled() => return Err(cancelled()),
+            () = tokio::time::sleep_until(deadline) => return Err(llm(budget.expired())),
             next = stream.next() => next,
         };
         let event = match next {
             None => {
-                if let Some(found) = text_calls {
+                if let Some(found) = text_calls.as_mut() {
                     let rest = found.finish();
                     if !rest.is_empty() {
                         text.push_str(&rest);
@@ -150,9 +215,22 @@ async fn stream_once(
             Some(Err(error)) => return Err(llm(error)),
             Some(Ok(event)) => event,
         };
+        let size = match &event {
+            LlmEvent::Text(delta) | LlmEvent::Reasoning(delta) => delta.len(),
+            LlmEvent::ToolCall(fragment) => {
+                let arguments = match &fragment.arguments {
+                    Some(Value::String(text)) => text.len(),
+                    Some(other) => other.to_string().len(),
+                    None => 0,
+                };
+                arguments + fragment.name.as_ref().map_or(0, String::len)
+            }
+            LlmEvent::Finish(_) | LlmEvent::Usage(_) => 0,
+        };
+        budget.spend(size).map_err(llm)?;
         match event {
             LlmEvent::Text(delta) => {
-                let delta = match text_calls.as_deref_mut() {
+                let delta = match text_calls.as_mut() {
                     Some(found) => found.push(&delta),
                     None => delta,
                 };

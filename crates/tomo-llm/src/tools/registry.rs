@@ -21,9 +21,10 @@ pub enum RegistryError {
     InvalidSchema { name: String, message: String },
 }
 
+#[derive(Clone)]
 struct Registered {
     tool: Arc<dyn Tool>,
-    validator: jsonschema::Validator,
+    validator: Arc<jsonschema::Validator>,
 }
 
 /// The outcome of one call: the arguments as understood, and the result text or error.
@@ -72,8 +73,21 @@ impl ToolRegistry {
                 message: e.to_string(),
             }
         })?;
+        let validator = Arc::new(validator);
         self.tools.insert(name, Registered { tool, validator });
         Ok(())
+    }
+
+    /// The tools whose spec passes `keep`, sharing the same tools (a turn that must not offer some).
+    pub fn filtered(&self, keep: impl Fn(&super::ToolSpec) -> bool) -> Self {
+        Self {
+            tools: self
+                .tools
+                .iter()
+                .filter(|(_, r)| keep(r.tool.spec()))
+                .map(|(name, r)| (name.clone(), r.clone()))
+                .collect(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -143,6 +157,20 @@ impl ToolRegistry {
         }
         let (result, attempts) =
             run_with_retries(Arc::clone(&registered.tool), args_value, ctx).await;
+        let spec = registered.tool.spec();
+        let max = spec.max_output_bytes;
+        let result = match result {
+            Ok(text) if spec.untrusted_output => Ok(super::frame_untrusted(
+                &format!("the `{name}` tool"),
+                &super::truncate_output(text, max),
+            )),
+            Ok(text) => Ok(super::truncate_output(text, max)),
+            Err(ToolError::Failed { message, retryable }) => Err(ToolError::Failed {
+                message: super::truncate_output(message, max),
+                retryable,
+            }),
+            Err(other) => Err(other),
+        };
         ToolExecution {
             args,
             result,
