@@ -169,10 +169,19 @@ async function boot(): Promise<void> {
     ui.setProfiles([], null); // the switcher stays empty; chatting works without it
   }
   conn.start();
-  characterQueue = characterQueue.then(() =>
-    showModel(modelUrl(findByCharacter(profiles, state.character)?.live2dModel ?? profiles[0]?.live2dModel ?? null)),
-  );
+  // The session names its character in `session_ready` (replayed to every new client), and that shows its
+  // model. Showing a guess first (the first profile) flashed another character, and the e2e could catch
+  // it; the guess is only for a session that has not said within a moment.
+  setTimeout(() => {
+    if (loadedModel !== null) return;
+    characterQueue = characterQueue.then(() =>
+      showModel(modelUrl(findByCharacter(profiles, state.character)?.live2dModel ?? profiles[0]?.live2dModel ?? null)),
+    );
+  }, BOOT_MODEL_GRACE_MS);
 }
+
+/** How long a new page waits for the session to name its character before it shows the first profile's. */
+const BOOT_MODEL_GRACE_MS = 2000;
 
 // Read-only introspection for the end-to-end tests (and curious users in the console).
 Object.assign(window, {
