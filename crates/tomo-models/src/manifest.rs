@@ -5,11 +5,11 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::ModelError;
+use crate::ModelError;
 
 /// The manifest that ships with this build (the repo's `models/manifest.toml`), so the installed binary
 /// needs no file next to it.
-pub const BUILTIN_MANIFEST: &str = include_str!("../../../../models/manifest.toml");
+pub const BUILTIN_MANIFEST: &str = include_str!("../../../models/manifest.toml");
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
