@@ -115,8 +115,11 @@ pub fn autostart_enabled() -> bool {
 
 #[tauri::command]
 #[specta::specta]
-pub fn set_autostart(app: tauri::AppHandle, on: bool) -> Result<(), String> {
-    set_for_this_app(on).map_err(|e| e.to_string())?;
+pub fn set_autostart(
+    app: tauri::AppHandle,
+    on: bool,
+) -> Result<(), crate::command_error::CommandError> {
+    set_for_this_app(on)?;
     crate::tray::show_autostart(&app, on);
     Ok(())
 }

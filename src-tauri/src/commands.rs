@@ -3,8 +3,10 @@
 
 use tauri::{AppHandle, State};
 use tomo_protocol::Op;
+use tomo_server::OpRefused;
 use tomo_server::profiles::ProfileInfo;
 
+use crate::command_error::CommandError;
 use crate::pet::{self, HitRegion};
 use crate::replay::EventsSince;
 use crate::state::AppState;
@@ -12,23 +14,17 @@ use crate::state::AppState;
 /// Sends an op to the session, checked by [`checked_op`] (`shutdown` is `quit`).
 #[tauri::command]
 #[specta::specta]
-pub async fn send_op(state: State<'_, AppState>, op: Op) -> Result<(), String> {
+pub async fn send_op(state: State<'_, AppState>, op: Op) -> Result<(), CommandError> {
     let op = checked_op(&state, op)?;
-    let ops = state.ops().ok_or("the session is not running (yet)")?;
-    ops.send(op)
-        .await
-        .map_err(|_| "the session has ended".to_owned())
+    let ops = state.ops().ok_or(CommandError::NotRunning)?;
+    ops.send(op).await.map_err(|_| CommandError::Ended)
 }
 
 /// What the UI and the tray may send: `tomo serve`'s client policy (no `shutdown`, profiles only from
 /// the profiles directory, resolved to an absolute path there).
-pub fn checked_op(state: &AppState, op: Op) -> Result<Op, String> {
+pub fn checked_op(state: &AppState, op: Op) -> Result<Op, OpRefused> {
     // Packaging: `switch_profile` is checked against the folder (bundled or the user's) that holds it.
-    state
-        .profiles
-        .policy_for(&op)
-        .check(op)
-        .map_err(|e| e.to_string())
+    state.profiles.policy_for(&op).check(op)
 }
 
 /// Every kept session event after `last_seq` (0: from the start): what a reloaded webview missed.
@@ -46,8 +42,8 @@ pub fn list_profiles(state: State<'_, AppState>) -> Vec<ProfileInfo> {
 
 #[tauri::command]
 #[specta::specta]
-pub fn set_pet_mode(app: AppHandle, on: bool) -> Result<(), String> {
-    pet::set_pet_mode(&app, on).map_err(|e| e.to_string())
+pub fn set_pet_mode(app: AppHandle, on: bool) -> Result<(), CommandError> {
+    Ok(pet::set_pet_mode(&app, on)?)
 }
 
 /// Whether pet mode is on (the UI asks once at start; changes come as `PetModeChanged` events).
@@ -64,16 +60,16 @@ pub fn set_hit_region(
     app: AppHandle,
     state: State<'_, AppState>,
     region: Option<HitRegion>,
-) -> Result<(), String> {
+) -> Result<(), CommandError> {
     if let Some(region) = region
         && !region.is_valid()
     {
-        return Err(format!("invalid hit region {region:?}"));
+        return Err(CommandError::InvalidHitRegion(region));
     }
     let (was, on) = state.update_pet(|pet| (std::mem::replace(&mut pet.hit, region), pet.on));
     // The first region in pet mode means the UI has restyled for it: clear what the opaque layout left.
     if on && was.is_none() && region.is_some() {
-        pet::refresh_surface(pet::main_window(&app).map_err(|e| e.to_string())?);
+        pet::refresh_surface(pet::main_window(&app)?);
     }
     Ok(())
 }
@@ -81,7 +77,7 @@ pub fn set_hit_region(
 /// Ends the session cleanly (its history flushed) and exits with status 0.
 #[tauri::command]
 #[specta::specta]
-pub async fn quit(app: AppHandle) -> Result<(), String> {
+pub async fn quit(app: AppHandle) -> Result<(), CommandError> {
     crate::quit(app).await;
     Ok(())
 }

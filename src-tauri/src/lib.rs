@@ -3,6 +3,7 @@
 //! it through typed commands and one typed event (see [`bindings`]).
 
 pub mod bindings;
+mod command_error;
 mod commands;
 mod config;
 mod events;

@@ -8,9 +8,9 @@ use anyhow::Context;
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event as _;
 use tomo_config::profile::load_profile;
+use tomo_models::{InstallEvent, ModelStore};
 use tomo_protocol::Event;
 use tomo_runtime::{EnvOptions, ModelInstall, SessionBuilder, VoiceFlags};
-use tomo_speech::models::{InstallEvent, ModelStore};
 
 use crate::events::SessionEvent;
 use crate::state::AppState;

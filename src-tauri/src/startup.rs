@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Manager};
 use tauri_specta::Event as _;
-use tomo_speech::models::{InstallEvent, ModelKind, ModelStore};
+use tomo_models::{InstallEvent, ModelKind, ModelStore};
 
 /// Where startup stands.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, specta::Type)]
@@ -179,7 +179,7 @@ mod tests {
     fn the_install_message_says_what_how_much_and_where() {
         let store = ModelStore::new(
             "/home/me/.local/share/tomo/models",
-            tomo_speech::models::Manifest::builtin().unwrap(),
+            tomo_models::Manifest::builtin().unwrap(),
         );
         let message = install_message(&store, &["silero-vad".into(), "whisper-base".into()]);
         assert!(message.contains("voice activity detection"), "{message}");
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn the_install_message_names_the_embedded_brain_model() {
-        let store = ModelStore::new("/m", tomo_speech::models::Manifest::builtin().unwrap());
+        let store = ModelStore::new("/m", tomo_models::Manifest::builtin().unwrap());
         let message = install_message(&store, &["silero-vad".into(), "qwen2.5-coder-1.5b".into()]);
         assert!(
             message.starts_with("First start: installing the models ("),

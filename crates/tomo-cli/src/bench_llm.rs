@@ -19,9 +19,9 @@ use tomo_llm::agent::{AgentConfig, TurnItem, run_turn};
 use tomo_llm::tools::{ToolContext, ToolRegistry};
 use tomo_llm::{ChatMessage, LlmClient, LlmEndpoint, LlmEvent, ToolDefinition};
 use tomo_llm_supervisor::{EngineConfig, LocalEngine};
+use tomo_models::{ModelKind, ModelStatus, ModelStore};
 use tomo_plugins::instantiate_builtin;
 use tomo_protocol::ToolStatus;
-use tomo_speech::models::{ModelKind, ModelStatus, ModelStore};
 
 use crate::load::load_profile_or_report;
 

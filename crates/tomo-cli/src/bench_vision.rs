@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use tomo_speech::models::ModelStore;
+use tomo_models::ModelStore;
 use tomo_vision::OcrModels;
 use tomo_vision::bench::{BenchConfig, run};
 

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressStyle};
-use tomo_speech::models::{self, InstallEvent, InstallOptions, ModelStatus, ModelStore};
+use tomo_models::{self as models, InstallEvent, InstallOptions, ModelStatus, ModelStore};
 
 #[derive(Debug, Subcommand)]
 pub enum ModelsCommand {

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use tomo_config::profile::{
     CheckContext, EmbeddedModelInfo, Severity, check_profile_with, profile_json_schema,
 };
+use tomo_models::ModelStore;
 use tomo_runtime::Brain;
-use tomo_speech::models::ModelStore;
 
 use tomo_plugin_api::trust::TrustDecision;
 use tomo_runtime::EnvOptions;

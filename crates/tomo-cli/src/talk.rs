@@ -112,7 +112,7 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
 /// part that delays the answer.
 async fn hear(
     profile: &tomo_config::profile::Profile,
-    store: &tomo_speech::models::ModelStore,
+    store: &tomo_models::ModelStore,
     input: &std::path::Path,
 ) -> anyhow::Result<(String, Duration)> {
     let mut vad = voice::vad(store)?;

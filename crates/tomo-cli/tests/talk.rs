@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::process::Command;
+use tomo_models::ModelStore;
 use tomo_speech::asr::SpeechToText;
 use tomo_speech::asr::whisper::WhisperAsr;
-use tomo_speech::models::ModelStore;
 use tomo_testkit::{ScriptedServer, script};
 
 const ANSWER: &str = "[joy] Paris is the capital of France. It is a lovely city with many museums.";
@@ -27,12 +27,7 @@ fn store() -> Option<ModelStore> {
     let store = ModelStore::from_env().unwrap();
     let ready = ["silero-vad", "onnxruntime", "whisper-base", "piper-en-joe"]
         .iter()
-        .all(|name| {
-            matches!(
-                store.status(name),
-                Ok(tomo_speech::models::ModelStatus::Installed)
-            )
-        });
+        .all(|name| matches!(store.status(name), Ok(tomo_models::ModelStatus::Installed)));
     if !ready {
         let message = format!(
             "voice models missing in {} (run `tomo models install`)",
@@ -212,7 +207,7 @@ async fn a_corrupt_wav_is_a_clear_error() {
 #[tokio::test(flavor = "multi_thread")]
 async fn mei_hears_and_answers_in_mandarin() {
     let Some(store) = store() else { return };
-    let root = tomo_speech::models::ModelStore::default_root();
+    let root = tomo_models::ModelStore::default_root();
     let paths = tomo_speech::tts::KokoroPaths::in_store(&root);
     if !paths.voice("zf_xiaobei").is_file() {
         assert!(std::env::var_os("CI").is_none(), "Kokoro is not installed");

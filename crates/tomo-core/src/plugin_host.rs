@@ -2,17 +2,17 @@
 //! factories the program registered (the core knows no plugin by name). A broken plugin is reported and
 //! skipped: the character still starts, without it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tomo_config::manifest::{PluginManifest, discover_plugins, effective_config};
+use tomo_config::manifest::{PluginKind, PluginManifest, discover_plugins, effective_config};
 use tomo_config::profile::Profile;
-use tomo_llm::tools::ToolRegistry;
+use tomo_llm::tools::{RegistryError, ToolRegistry};
 use tomo_plugin_api::hooks::Hook;
 use tomo_plugin_api::scheduler::Scheduler;
 use tomo_plugin_api::sensor::Sensor;
-use tomo_plugin_api::trust::{McpCommand, TrustDecision, TrustStore};
-use tomo_plugin_api::{FactoryContext, PluginFactory, PluginParts, TagSpec};
+use tomo_plugin_api::trust::{McpCommand, TrustDecision, TrustError, TrustStore};
+use tomo_plugin_api::{FactoryContext, PluginError, PluginFactory, PluginParts, TagSpec};
 
 use crate::confirmed_tool::ConfirmedTool;
 use crate::session::Approvals;
@@ -23,6 +23,30 @@ use crate::session::Approvals;
 pub struct PluginGate {
     pub trust: TrustStore,
     pub approvals: Option<Approvals>,
+}
+
+/// Why one enabled plugin did not load; it becomes a [`PluginProblem`] and the character starts without it.
+#[derive(Debug, thiserror::Error)]
+enum LoadError {
+    #[error(
+        "`{id}` is a built-in plugin; the [mcp] server in {} cannot replace it (rename the plugin)",
+        manifest_file.display()
+    )]
+    ShadowsBuiltin { id: String, manifest_file: PathBuf },
+    #[error("`{0}` declares an [mcp] server, and this program runs none")]
+    NoMcpFactory(String),
+    #[error(
+        "`{id}` ({kind:?}) is neither a plugin this program provides nor declares an [mcp] server"
+    )]
+    Unknown { id: String, kind: PluginKind },
+    #[error("you declined to run `{command}`; allow it with `tomo plugins trust {id}`")]
+    Declined { id: String, command: String },
+    #[error(transparent)]
+    Trust(#[from] TrustError),
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
 }
 
 /// A plugin that could not be loaded, and why.
@@ -90,10 +114,10 @@ pub async fn load_plugins(
             });
             continue;
         };
-        if let Err(message) = load_one(manifest, profile, factories, ctx, gate, &mut loaded).await {
+        if let Err(error) = load_one(manifest, profile, factories, ctx, gate, &mut loaded).await {
             loaded.problems.push(PluginProblem {
                 plugin: id.clone(),
-                message,
+                message: error.to_string(),
             });
         }
     }
@@ -107,7 +131,7 @@ async fn load_one(
     ctx: &FactoryContext,
     gate: &PluginGate,
     loaded: &mut LoadedPlugins,
-) -> Result<(), String> {
+) -> Result<(), LoadError> {
     let id = &manifest.id;
     let (config, warnings) = effective_config(manifest, profile.plugins.overrides.get(id));
     for warning in warnings {
@@ -116,13 +140,13 @@ async fn load_one(
     let factory = factory_for(manifest, factories)?;
     // A command runs only once the user allowed exactly it (see `tomo_plugin_api::trust`).
     if let Some(command) = McpCommand::of(manifest) {
-        match gate.trust.decision(&command).map_err(|e| e.to_string())? {
+        match gate.trust.decision(&command)? {
             Some(TrustDecision::Allowed) => {}
             Some(TrustDecision::Denied) => {
-                return Err(format!(
-                    "you declined to run `{}`; allow it with `tomo plugins trust {id}`",
-                    command.command_line()
-                ));
+                return Err(LoadError::Declined {
+                    id: id.clone(),
+                    command: command.command_line(),
+                });
             }
             None => {
                 tracing::info!(plugin = %id, command = %command.command_line(), "waiting for the user to allow the command");
@@ -131,10 +155,7 @@ async fn load_one(
             }
         }
     }
-    let parts = factory
-        .instantiate(manifest, &config, ctx)
-        .await
-        .map_err(|e| e.to_string())?;
+    let parts = factory.instantiate(manifest, &config, ctx).await?;
     let PluginParts {
         tools,
         hooks,
@@ -148,7 +169,7 @@ async fn load_one(
         } else {
             tool
         };
-        loaded.tools.register(tool).map_err(|e| e.to_string())?;
+        loaded.tools.register(tool)?;
     }
     loaded.hooks.extend(hooks);
     loaded
@@ -167,27 +188,25 @@ async fn load_one(
 fn factory_for<'f>(
     manifest: &PluginManifest,
     factories: &'f [Arc<dyn PluginFactory>],
-) -> Result<&'f Arc<dyn PluginFactory>, String> {
+) -> Result<&'f Arc<dyn PluginFactory>, LoadError> {
     let id = &manifest.id;
     let by_id = factories
         .iter()
         .find(|f| !f.serves_mcp() && f.id() == id.as_str());
     if manifest.mcp.is_some() {
         if by_id.is_some() {
-            return Err(format!(
-                "`{id}` is a built-in plugin; the [mcp] server in {} cannot replace it (rename the plugin)",
-                manifest.source.display()
-            ));
+            return Err(LoadError::ShadowsBuiltin {
+                id: id.clone(),
+                manifest_file: manifest.source.clone(),
+            });
         }
         return factories
             .iter()
             .find(|f| f.serves_mcp())
-            .ok_or_else(|| format!("`{id}` declares an [mcp] server, and this program runs none"));
+            .ok_or_else(|| LoadError::NoMcpFactory(id.clone()));
     }
-    by_id.ok_or_else(|| {
-        format!(
-            "`{id}` ({:?}) is neither a plugin this program provides nor declares an [mcp] server",
-            manifest.kind
-        )
+    by_id.ok_or_else(|| LoadError::Unknown {
+        id: id.clone(),
+        kind: manifest.kind,
     })
 }

@@ -120,13 +120,24 @@ where
                 .map(|()| chunk)
                 .map_err(|reason| {
                     tracing::warn!(%reason, "LLM response cut off");
-                    cut.set(reason.clone());
+                    cut.set(reason.to_string());
                     std::io::Error::other(reason)
                 })
         });
         *failed = item.is_err();
         futures::future::ready(Some(item))
     })
+}
+
+/// Which limit a response crossed.
+#[derive(Debug, thiserror::Error)]
+enum LimitExceeded {
+    #[error("the answer exceeded {0} bytes and was cut off")]
+    Body(usize),
+    #[error(
+        "one streamed event exceeded {0} bytes (a server that never ends a line?) and was cut off"
+    )]
+    Event(usize),
 }
 
 /// Bytes of the event being received and of the whole body. An event ends at a blank line (`\n\n`;
@@ -139,13 +150,10 @@ struct EventCounter {
 }
 
 impl EventCounter {
-    fn feed(&mut self, chunk: &[u8], limits: BodyLimits) -> Result<(), String> {
+    fn feed(&mut self, chunk: &[u8], limits: BodyLimits) -> Result<(), LimitExceeded> {
         self.total += chunk.len();
         if self.total > limits.max_body_bytes {
-            return Err(format!(
-                "the answer exceeded {} bytes and was cut off",
-                limits.max_body_bytes
-            ));
+            return Err(LimitExceeded::Body(limits.max_body_bytes));
         }
         for &byte in chunk {
             match byte {
@@ -156,10 +164,7 @@ impl EventCounter {
             }
             self.in_event += 1;
             if self.in_event > limits.max_event_bytes {
-                return Err(format!(
-                    "one streamed event exceeded {} bytes (a server that never ends a line?) and was cut off",
-                    limits.max_event_bytes
-                ));
+                return Err(LimitExceeded::Event(limits.max_event_bytes));
             }
         }
         Ok(())
@@ -196,7 +201,7 @@ mod tests {
         for _ in 0..5 {
             counter.feed(b"data: 01\n\n", SMALL).unwrap();
         }
-        let error = counter.feed(&[b'\n'; 30], SMALL).unwrap_err();
+        let error = counter.feed(&[b'\n'; 30], SMALL).unwrap_err().to_string();
         assert!(error.contains("64 bytes"), "{error}");
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tomo_audio::SpeechSegment;
 use tomo_protocol::Op;
-use tomo_speech::asr::SpeechToText;
+use tomo_speech::asr::{AsrError, SpeechToText};
 
 use crate::notices::{Notice, Notify};
 
@@ -33,7 +33,7 @@ pub enum AsrJob {
 struct Speculation {
     start: Duration,
     speech_end: Duration,
-    text: Result<String, String>,
+    text: Result<String, AsrError>,
 }
 
 impl Speculation {
@@ -94,10 +94,7 @@ fn serve(
                 if !queue.is_empty() {
                     continue;
                 }
-                let text = asr
-                    .transcribe(&snapshot.samples)
-                    .map(|t| t.text)
-                    .map_err(|e| e.to_string());
+                let text = asr.transcribe(&snapshot.samples).map(|t| t.text);
                 speculation = Some(Speculation {
                     start: snapshot.start,
                     speech_end: snapshot.speech_end,
@@ -115,10 +112,7 @@ fn serve(
                         tracing::debug!("the transcript of the pause is the turn's");
                         spoken.text
                     }
-                    None => asr
-                        .transcribe(&segment.samples)
-                        .map(|t| t.text)
-                        .map_err(|e| e.to_string()),
+                    None => asr.transcribe(&segment.samples).map(|t| t.text),
                 };
                 let transcript = text.unwrap_or_else(|error| {
                     notify(Notice::warning(format!(
@@ -145,7 +139,7 @@ mod tests {
     use super::*;
     use std::sync::Mutex;
     use tomo_audio::TurnEnd;
-    use tomo_speech::asr::{AsrError, Transcript};
+    use tomo_speech::asr::Transcript;
 
     /// Says how many samples it was given; records every call.
     #[derive(Default)]

@@ -12,9 +12,9 @@ use tomo_audio::{BargeInConfig, RenderReference, RodioOutput, WavOutput};
 use tomo_config::profile::Profile;
 use tomo_core::session::{SessionHandle, start_session};
 use tomo_core::sink::{OutputSink, TextSink};
+use tomo_models::{InstallEvent, ModelStore};
 use tomo_plugin_api::hooks::Hook;
 use tomo_protocol::{EventEnvelope, Op};
-use tomo_speech::models::{InstallEvent, ModelStore};
 use tomo_speech::voice_sink::VoiceSink;
 
 use crate::brain::{self, Brain, BrainConnector, BrainProgress, OnInstall};

@@ -9,8 +9,8 @@ use tomo_config::profile::{LlmEngine, Profile};
 use tomo_core::session::{Environment, LlmOverrides, default_data_root};
 use tomo_llm::LlmConnector;
 use tomo_memory::MemoryPluginFactory;
+use tomo_models::ModelStore;
 use tomo_plugin_api::PluginFactory;
-use tomo_speech::models::ModelStore;
 use tomo_vision::ScreenWatchFactory;
 
 use crate::paths::plugins_dir_for;

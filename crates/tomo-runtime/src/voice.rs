@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tomo_audio::{SegmenterConfig, SileroVad};
 use tomo_config::profile::{AsrEngine, Profile, TtsEngine};
+use tomo_models::{InstallEvent, InstallOptions, ModelStatus, ModelStore};
 use tomo_speech::asr::cloud::CloudAsr;
 use tomo_speech::asr::whisper::WhisperAsr;
 use tomo_speech::asr::{SpeechToText, Transcript};
-use tomo_speech::models::{InstallEvent, InstallOptions, ModelStatus, ModelStore};
 use tomo_speech::tts::{self, TextToSpeech};
 use tomo_speech::voice_sink::VoiceBuilder;
 
@@ -64,14 +64,15 @@ pub fn install_missing(
 ) -> anyhow::Result<Vec<String>> {
     let missing = missing_models(store, profile)?;
     if !missing.is_empty() {
-        tomo_speech::models::install(store, &missing, &InstallOptions::default(), on_event)
-            .with_context(|| {
+        tomo_models::install(store, &missing, &InstallOptions::default(), on_event).with_context(
+            || {
                 format!(
                     "cannot install {} into {}",
                     missing.join(", "),
                     store.root.display()
                 )
-            })?;
+            },
+        )?;
     }
     Ok(missing)
 }

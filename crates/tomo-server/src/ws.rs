@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tomo_protocol::{ErrorCode, Op, ServerFrame};
 
 use crate::hub::{Subscription, control};
-use crate::{AppState, auth};
+use crate::{AppState, OpRefused, auth};
 
 /// Ops are small; a client sending megabytes is broken or hostile.
 const MAX_MESSAGE_BYTES: usize = 1 << 20;
@@ -85,15 +85,13 @@ async fn client(socket: WebSocket, state: Arc<AppState>, last_seq: u64) {
         while let Some(Ok(message)) = incoming.next().await {
             let outcome = match message {
                 Message::Text(text) => handle_op(&state, text.as_str()).await,
-                Message::Binary(_) => {
-                    Err("binary frames are not supported; send ops as JSON text".into())
-                }
+                Message::Binary(_) => Err(FrameRefused::Binary),
                 Message::Close(_) => break,
                 Message::Ping(_) | Message::Pong(_) => Ok(()),
             };
             if let Err(problem) = outcome {
                 tracing::debug!(client = id, %problem, "refused a client frame");
-                let _ = replies_tx.try_send(error_frame(&problem));
+                let _ = replies_tx.try_send(error_frame(&problem.to_string()));
             }
         }
     };
@@ -130,13 +128,26 @@ fn error_frame(message: &str) -> Utf8Bytes {
     })
 }
 
+/// Why one client frame was refused; the client gets it as an `invalid_op` error frame.
+#[derive(Debug, thiserror::Error)]
+enum FrameRefused {
+    #[error("binary frames are not supported; send ops as JSON text")]
+    Binary,
+    #[error("not a valid op: {0}")]
+    NotAnOp(#[source] serde_json::Error),
+    #[error(transparent)]
+    Policy(#[from] OpRefused),
+    #[error("the session has stopped")]
+    SessionStopped,
+}
+
 /// Parses and checks one client op, then hands it to the session.
-async fn handle_op(state: &AppState, text: &str) -> Result<(), String> {
-    let op: Op = serde_json::from_str(text).map_err(|e| format!("not a valid op: {e}"))?;
-    let op = state.policy.check(op).map_err(|e| e.to_string())?;
+async fn handle_op(state: &AppState, text: &str) -> Result<(), FrameRefused> {
+    let op: Op = serde_json::from_str(text).map_err(FrameRefused::NotAnOp)?;
+    let op = state.policy.check(op)?;
     state
         .ops
         .send(op)
         .await
-        .map_err(|_| "the session has stopped".to_owned())
+        .map_err(|_| FrameRefused::SessionStopped)
 }

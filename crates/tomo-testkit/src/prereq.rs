@@ -12,7 +12,7 @@ pub fn skip_or_fail(why: &str) {
 }
 
 /// The model store root the tests read: `$TOMO_MODELS_DIR`, else `<data dir>/tomo/models` (the same rule
-/// as tomo-speech's `ModelStore::from_env`).
+/// as tomo-models' `ModelStore::from_env`).
 pub fn models_dir() -> PathBuf {
     match std::env::var_os("TOMO_MODELS_DIR") {
         Some(dir) => PathBuf::from(dir),

@@ -323,7 +323,25 @@ fn now_ms() -> u64 {
 /// What was captured this tick: the frame, a name for it, and an identity (a new identity = read whole).
 type Captured = (RgbaImage, String, (bool, u32));
 
-fn capture_target(shared: &Shared, config: &WatchConfig) -> Result<Captured, String> {
+/// Why nothing was captured this tick; the watcher reports it as `WaitingForWindow { reason }`.
+#[derive(Debug, thiserror::Error)]
+enum NoCapture {
+    #[error("window `{0}` is minimised")]
+    Minimised(String),
+    #[error("no window title matches {0}")]
+    NoMatch(String),
+    #[error("no window title configured")]
+    NoPattern,
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("{reason}; monitor fallback failed: {fallback}")]
+    FallbackFailed {
+        reason: Box<NoCapture>,
+        fallback: TargetError,
+    },
+}
+
+fn capture_target(shared: &Shared, config: &WatchConfig) -> Result<Captured, NoCapture> {
     let pattern = shared
         .pattern
         .lock()
@@ -331,24 +349,25 @@ fn capture_target(shared: &Shared, config: &WatchConfig) -> Result<Captured, Str
         .clone();
     let window = match &pattern {
         Some(pattern) => match target::find_window(pattern) {
-            Ok(Some((_, info))) if info.minimized => {
-                Err(format!("window `{}` is minimised", info.title))
-            }
+            Ok(Some((_, info))) if info.minimized => Err(NoCapture::Minimised(info.title)),
             Ok(Some((window, info))) => target::capture_window(&window, &info)
                 .map(|mut image| {
                     blank_what_covers(&mut image, &info);
                     (image, info.title.clone(), (false, info.id))
                 })
-                .map_err(|e| e.to_string()),
-            Ok(None) => Err(format!("no window title matches {pattern}")),
-            Err(e) => Err(e.to_string()),
+                .map_err(NoCapture::from),
+            Ok(None) => Err(NoCapture::NoMatch(pattern.to_string())),
+            Err(e) => Err(e.into()),
         },
-        None => Err("no window title configured".to_string()),
+        None => Err(NoCapture::NoPattern),
     };
     match window {
         Err(reason) if config.monitor_fallback => target::capture_primary_monitor()
             .map(|(image, info)| (image, format!("monitor {}", info.name), (true, info.id)))
-            .map_err(|e| format!("{reason}; monitor fallback failed: {e}")),
+            .map_err(|fallback| NoCapture::FallbackFailed {
+                reason: Box::new(reason),
+                fallback,
+            }),
         other => other,
     }
 }
@@ -398,6 +417,7 @@ fn capture_loop(shared: &Shared, config: &WatchConfig, tx: &Sender<WatchOutput>)
         match capture_target(shared, config) {
             Err(reason) => {
                 identity = None;
+                let reason = reason.to_string();
                 send_status(WatchStatus::WaitingForWindow { reason }, &mut status);
             }
             Ok((frame, window, id)) => {

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tomo_speech::models::{ModelStatus, ModelStore};
+use tomo_models::{ModelStatus, ModelStore};
 
 /// A path of the checkout.
 pub fn repo(path: &str) -> PathBuf {

@@ -19,7 +19,7 @@ use futures::future::BoxFuture;
 use tomo_config::profile::Profile;
 use tomo_llm::{EmbeddedRequest, LlmClient, LlmConnector, LlmEndpoint, LlmError, WarmedUp};
 use tomo_llm_supervisor::{EngineConfig, EngineProgress, EngineState, LocalEngine};
-use tomo_speech::models::{InstallEvent, InstallOptions, ModelKind, ModelStatus, ModelStore};
+use tomo_models::{InstallEvent, InstallOptions, ModelKind, ModelStatus, ModelStore};
 
 use crate::env::EnvOptions;
 use crate::notices::{Notice, Notify};
@@ -404,7 +404,7 @@ async fn install_model(
 ) -> (Result<(), LlmError>, OnInstall) {
     let (store, name) = (store.clone(), model.to_owned());
     let task = tokio::task::spawn_blocking(move || {
-        let outcome = tomo_speech::models::install(
+        let outcome = tomo_models::install(
             &store,
             std::slice::from_ref(&name),
             &InstallOptions::default(),

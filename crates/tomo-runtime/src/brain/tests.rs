@@ -2,7 +2,7 @@
 
 use super::*;
 use tomo_config::profile::{DEFAULT_EMBEDDED_MODEL, parse_profile};
-use tomo_speech::models::Manifest;
+use tomo_models::Manifest;
 
 fn profile(llm: &str) -> Profile {
     let text = format!(

@@ -95,7 +95,7 @@ impl WhisperAsr {
                 "`{language}` is not a language code such as `en`"
             )));
         }
-        check_header(&path).map_err(load)?;
+        check_header(&path).map_err(|e| load(e.to_string()))?;
         whisper_rs::install_logging_hooks();
         let path_str = path
             .to_str()
@@ -132,17 +132,26 @@ impl WhisperAsr {
     }
 }
 
+/// Why a file is not a model whisper.cpp can load; `ModelLoad` names the file around it.
+#[derive(Debug, thiserror::Error)]
+enum HeaderError {
+    #[error("cannot read it: {0}")]
+    Unreadable(#[source] std::io::Error),
+    #[error("not a whisper.cpp ggml model (bad magic)")]
+    BadMagic,
+}
+
 /// The ggml magic, so a wrong file gets a clear message instead of whisper.cpp's log line.
-fn check_header(path: &Path) -> Result<(), String> {
+fn check_header(path: &Path) -> Result<(), HeaderError> {
     use std::io::Read;
     let mut magic = [0u8; 4];
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut magic))
-        .map_err(|e| format!("cannot read it: {e}"))?;
+        .map_err(HeaderError::Unreadable)?;
     if u32::from_le_bytes(magic) == 0x6767_6d6c {
         Ok(())
     } else {
-        Err("not a whisper.cpp ggml model (bad magic)".into())
+        Err(HeaderError::BadMagic)
     }
 }
 

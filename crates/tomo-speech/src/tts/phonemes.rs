@@ -141,6 +141,13 @@ fn strip_language_switches(line: &str) -> String {
     out
 }
 
+/// A `phoneme_id_map` Piper cannot speak with; the voice loader names the file and the field around it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PhonemeMapError {
+    #[error("has no ids for the required symbol `{0}`")]
+    MissingSymbol(char),
+}
+
 /// A voice's `phoneme_id_map` (and optional `phoneme_map` substitutions).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PhonemeIdMap {
@@ -161,11 +168,11 @@ impl PhonemeIdMap {
     pub fn new(
         ids: HashMap<char, Vec<i64>>,
         substitutions: HashMap<char, Vec<char>>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, PhonemeMapError> {
         for symbol in [PAD, BOS, EOS] {
             match ids.get(&symbol) {
                 Some(v) if !v.is_empty() => {}
-                _ => return Err(format!("has no ids for the required symbol `{symbol}`")),
+                _ => return Err(PhonemeMapError::MissingSymbol(symbol)),
             }
         }
         Ok(Self { ids, substitutions })
@@ -278,7 +285,9 @@ mod tests {
     #[test]
     fn a_map_without_pad_is_rejected() {
         let ids = HashMap::from([('^', vec![1]), ('$', vec![2])]);
-        let err = PhonemeIdMap::new(ids, HashMap::new()).unwrap_err();
+        let err = PhonemeIdMap::new(ids, HashMap::new())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains('_'), "{err}");
     }
 

@@ -120,7 +120,7 @@ impl PiperConfig {
         let substitutions =
             parse_substitutions(&doc).map_err(|(field, message)| bad(&field, message))?;
         let phonemes = PhonemeIdMap::new(ids, substitutions)
-            .map_err(|message| bad("phoneme_id_map", message))?;
+            .map_err(|e| bad("phoneme_id_map", e.to_string()))?;
         Ok(Self {
             sample_rate,
             espeak_voice,

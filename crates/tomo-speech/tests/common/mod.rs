@@ -7,7 +7,7 @@ pub mod http;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tomo_speech::models::ModelStore;
+use tomo_models::ModelStore;
 
 /// A file of the model store, or `None` after printing "skipped" (outside CI). In CI a missing model fails.
 pub fn store_file(relative: &str, test: &str) -> Option<PathBuf> {

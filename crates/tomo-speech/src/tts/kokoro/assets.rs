@@ -129,6 +129,18 @@ impl Vocab {
     }
 }
 
+/// Why bytes are not a Kokoro voice; `VoiceStyle::load` names the file around it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum VoiceStyleError {
+    #[error(
+        "{0} bytes, a Kokoro voice is {expected} (float32 [{rows}, {dim}])",
+        expected = STYLE_ROWS * STYLE_DIM * 4, rows = STYLE_ROWS, dim = STYLE_DIM
+    )]
+    WrongSize(usize),
+    #[error("contains values that are not finite numbers")]
+    NotFinite,
+}
+
 /// A voice: one style vector per input length.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VoiceStyle {
@@ -142,26 +154,22 @@ impl VoiceStyle {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
-        Self::from_bytes(&bytes).map_err(|message| TtsError::VoiceLoad {
+        Self::from_bytes(&bytes).map_err(|e| TtsError::VoiceLoad {
             path: path.display().to_string(),
-            message,
+            message: e.to_string(),
         })
     }
 
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
-        let expected = STYLE_ROWS * STYLE_DIM * 4;
-        if bytes.len() != expected {
-            return Err(format!(
-                "{} bytes, a Kokoro voice is {expected} (float32 [{STYLE_ROWS}, {STYLE_DIM}])",
-                bytes.len()
-            ));
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, VoiceStyleError> {
+        if bytes.len() != STYLE_ROWS * STYLE_DIM * 4 {
+            return Err(VoiceStyleError::WrongSize(bytes.len()));
         }
         let rows: Vec<f32> = bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
         if !rows.iter().all(|v| v.is_finite()) {
-            return Err("contains values that are not finite numbers".into());
+            return Err(VoiceStyleError::NotFinite);
         }
         Ok(Self { rows })
     }

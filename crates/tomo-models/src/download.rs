@@ -11,7 +11,7 @@ use reqwest::StatusCode;
 use reqwest::blocking::Client;
 use reqwest::header::{CONTENT_RANGE, RANGE};
 
-use super::store::{hex, sha256_file};
+use crate::store::{hex, sha256_file};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DownloadError {

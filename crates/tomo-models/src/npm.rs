@@ -3,9 +3,9 @@
 //! metadata document is needed; the manifest pins the tarball's sha256 because npm publishes only sha1 and
 //! sha512 digests.
 
-use super::ModelError;
-use super::manifest::PackageSource;
-use super::pypi::ResolvedFile;
+use crate::ModelError;
+use crate::manifest::PackageSource;
+use crate::pypi::ResolvedFile;
 
 /// The default registry; `TOMO_NPM_URL` overrides it (a mirror, or a local server in tests).
 pub const DEFAULT_NPM: &str = "https://registry.npmjs.org";
@@ -70,7 +70,7 @@ fn valid_segment(part: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::models::manifest::Registry;
+    use crate::manifest::Registry;
 
     fn source(name: &str, file: &str) -> PackageSource {
         PackageSource {

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::path::Path;
 
-use super::ModelError;
+use crate::ModelError;
 
 /// Streams `member` of `archive` into `out`; returns the number of bytes written.
 pub fn extract(archive: &Path, member: &str, out: &mut dyn Write) -> Result<u64, ModelError> {

@@ -1,14 +1,16 @@
 //! The downloader against a real local HTTP server: resume after a cut, checksum mismatch, 404.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The speech tests' helpers (a local HTTP server, flite speech), shared rather than copied.
+#[path = "../../tomo-speech/tests/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::http::{Behaviour, serve};
-use tomo_speech::models::download::{Expected, part_path, sha256_hex};
-use tomo_speech::models::{DownloadError, Downloader};
+use tomo_models::download::{Expected, part_path, sha256_hex};
+use tomo_models::{DownloadError, Downloader};
 
 fn body() -> Vec<u8> {
     // 3 MB of non-repeating bytes so an offset error shows up in the hash.

