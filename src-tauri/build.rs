@@ -1,7 +1,7 @@
 //! `tauri::generate_context!` embeds `../ui/dist` at compile time: say how to make it instead of failing
 //! with a path error deep inside the macro. Also declares our commands, so each needs a permission.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 /// Every command the webview may call; `capabilities/default.json` grants exactly these.
 const COMMANDS: &[&str] = &[
@@ -18,7 +18,12 @@ const COMMANDS: &[&str] = &[
 ];
 
 fn main() {
-    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/dist");
+    // Read when the script runs, not baked in when it is compiled: cargo may reuse one compiled build
+    // script for another checkout of the same workspace (its artifact names do not depend on the path).
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let dist = manifest_dir.join("../ui/dist");
     println!("cargo:rerun-if-changed={}", dist.display());
     if !dist.join("index.html").is_file() {
         eprintln!(
