@@ -1,4 +1,8 @@
-//! `time`: tells the model the current date and time, which it cannot know on its own.
+//! `time`: tells the model the current date and time, which it cannot know on its own: a `get_time` tool
+//! (any time zone), and by default the local time in each turn's `[memory context]`. The second is what
+//! small local models need: Qwen2.5-Coder-1.5B with a full character persona (Hana's emotion-tag rules)
+//! answered "What time is it?" with a made-up "14:30" in every prompt wording tried, and the tool call's
+//! first token was never among its eight likeliest; given the time in the context, it read it out right.
 
 use std::sync::Arc;
 
@@ -9,26 +13,38 @@ use serde_json::{Value, json};
 
 use tomo_config::manifest::ToolLimits;
 use tomo_llm::tools::{Tool, ToolContext, ToolError, ToolSpec};
+use tomo_plugin_api::hooks::{Hook, HookContext, HookError};
 use tomo_plugin_api::{PluginError, PluginParts, limited_spec, parse_config};
 
 const PLUGIN: &str = "time";
 const MIN_OFFSET_HOURS: f64 = -12.0;
 const MAX_OFFSET_HOURS: f64 = 14.0;
 
-/// The `time` plugin has no settings; the struct exists so unknown keys are still rejected.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TimeConfig {}
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimeConfig {
+    /// Put the local date and time into every turn's `[memory context]` block.
+    pub inject_now: bool,
+}
+
+impl Default for TimeConfig {
+    fn default() -> Self {
+        Self { inject_now: true }
+    }
+}
 
 pub(crate) fn instantiate(
     config: &toml::Table,
     limits: &ToolLimits,
 ) -> Result<PluginParts, PluginError> {
-    let _config: TimeConfig = parse_config(PLUGIN, config)?;
+    let config: TimeConfig = parse_config(PLUGIN, config)?;
     let spec = ToolSpec::new(
         "get_time",
+        // The second sentence is for small local models, which otherwise answer the time from their
+        // head (Qwen2.5-Coder-1.5B with Hana's persona said "14:30" without calling it).
         "Get the current local date, time, weekday and UTC offset. \
-         Pass utc_offset_hours to get the time in another time zone.",
+         You cannot know the time or the date without it: call it whenever the user asks what time, \
+         day or date it is. Pass utc_offset_hours to get the time in another time zone.",
         json!({
             "type": "object",
             "properties": {
@@ -45,11 +61,48 @@ pub(crate) fn instantiate(
     let tool = TimeTool {
         spec: limited_spec(PLUGIN, spec, limits)?,
     };
+    let hooks: Vec<Arc<dyn Hook>> = if config.inject_now {
+        vec![Arc::new(NowHook)]
+    } else {
+        Vec::new()
+    };
     Ok(PluginParts {
         tools: vec![Arc::new(tool)],
-        hooks: Vec::new(),
+        hooks,
         ..PluginParts::default()
     })
+}
+
+/// The local time, read when the turn starts.
+struct NowHook;
+
+impl Hook for NowHook {
+    fn name(&self) -> &str {
+        PLUGIN
+    }
+
+    fn on_before_turn(
+        &self,
+        _user_text: String,
+        _ctx: Arc<HookContext>,
+    ) -> BoxFuture<'static, Result<Option<String>, HookError>> {
+        let now = now_line(&Local::now().fixed_offset());
+        Box::pin(async move { Ok(Some(now)) })
+    }
+}
+
+/// Written as a person would say it (`Tuesday, 1 December 2026, 17:45`): models copy this line into
+/// their answer, and the ISO form (`2026-12-01`) reads out badly.
+fn now_line(now: &DateTime<FixedOffset>) -> String {
+    let offset_secs = now.offset().local_minus_utc();
+    let sign = if offset_secs < 0 { '-' } else { '+' };
+    let minutes = offset_secs.unsigned_abs() / 60;
+    format!(
+        "It is now {}, local time (UTC{sign}{:02}:{:02}).",
+        now.format("%A, %-d %B %Y, %H:%M"),
+        minutes / 60,
+        minutes % 60
+    )
 }
 
 struct TimeTool {
@@ -143,6 +196,47 @@ mod tests {
         let tz = FixedOffset::west_opt(3 * 3600 + 30 * 60).unwrap();
         let dt = tz.with_ymd_and_hms(2025, 1, 1, 0, 0, 0).unwrap();
         assert_eq!(format_time(&dt), "2025-01-01 00:00 (Wednesday), UTC-03:30");
+    }
+
+    fn hook_ctx() -> Arc<HookContext> {
+        Arc::new(HookContext {
+            agent_id: "a".into(),
+            character_name: "Hana".into(),
+            data_dir: PathBuf::from("/nonexistent"),
+            turn_id: 1,
+        })
+    }
+
+    #[tokio::test]
+    async fn every_turn_is_told_the_local_time_unless_turned_off() {
+        let parts = instantiate(&toml::Table::new(), &ToolLimits::default()).unwrap();
+        assert_eq!(parts.hooks.len(), 1);
+        let before = Local::now().format("%-d %B %Y, %H:%M").to_string();
+        let told = parts.hooks[0]
+            .on_before_turn("What time is it?".into(), hook_ctx())
+            .await
+            .unwrap()
+            .unwrap();
+        let after = Local::now().format("%-d %B %Y, %H:%M").to_string();
+        assert!(
+            told.starts_with("It is now ") && (told.contains(&before) || told.contains(&after)),
+            "{told}"
+        );
+
+        let off: toml::Table = toml::from_str("inject_now = false").unwrap();
+        let parts = instantiate(&off, &ToolLimits::default()).unwrap();
+        assert!(parts.hooks.is_empty());
+        assert_eq!(parts.tools.len(), 1, "the tool stays");
+    }
+
+    #[test]
+    fn the_line_names_date_time_weekday_and_offset() {
+        let tz = FixedOffset::east_opt(9 * 3600).unwrap();
+        let dt = tz.with_ymd_and_hms(2026, 12, 1, 17, 45, 0).unwrap();
+        assert_eq!(
+            now_line(&dt),
+            "It is now Tuesday, 1 December 2026, 17:45, local time (UTC+09:00)."
+        );
     }
 
     #[tokio::test]

@@ -106,7 +106,11 @@ async fn mcp_server_tools_join_the_registry_beside_builtins() {
             "{expected} missing from {names:?}"
         );
     }
-    assert_eq!(loaded.hooks.len(), 1, "the diary hook");
+    assert_eq!(
+        loaded.hooks.len(),
+        2,
+        "the time plugin's clock and the diary hook"
+    );
     let definitions = loaded.tools.definitions();
     let add = definitions
         .iter()

@@ -8,6 +8,7 @@ mod answers;
 mod approvals;
 mod character;
 pub mod compress;
+mod echo_guard;
 pub mod heard;
 mod hooks;
 mod latency;

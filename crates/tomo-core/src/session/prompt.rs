@@ -19,13 +19,17 @@ pub fn system_prompt(persona: &str, character_name: &str, emotions: &[String]) -
     prompt
 }
 
+/// Where the hooks' block starts and ends in the user message.
+pub const CONTEXT_OPEN: &str = "[memory context]";
+pub const CONTEXT_CLOSE: &str = "[/memory context]";
+
 /// The user message as sent: the memory blocks (if any) first, then the user's words.
 pub fn user_message(user_text: &str, memory_blocks: &[String]) -> String {
     if memory_blocks.is_empty() {
         return user_text.to_owned();
     }
     format!(
-        "[memory context]\n{}\n[/memory context]\n\n{user_text}",
+        "{CONTEXT_OPEN}\n{}\n{CONTEXT_CLOSE}\n\n{user_text}",
         memory_blocks.join("\n\n")
     )
 }

@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::character::Character;
+use super::echo_guard::{self, EchoGuard};
 use super::heard;
 use super::hooks::{self, HookFailure};
 use super::prompt;
@@ -161,7 +162,8 @@ async fn execute(
     let (outcome, mut spoken) = tokio::join!(agent_run, consume);
 
     match outcome {
-        Ok(outcome) => {
+        Ok(mut outcome) => {
+            echo_guard::clean_transcript(&mut outcome.transcript);
             spoken.flush(sink, reporter);
             reporter.event(Event::TurnFinished {
                 turn_id,
@@ -225,7 +227,8 @@ async fn execute(
                 }
             }
         }
-        Err(AgentError::Cancelled { transcript }) => {
+        Err(AgentError::Cancelled { mut transcript }) => {
+            echo_guard::clean_transcript(&mut transcript);
             let playhead = sink.playhead(turn_id);
             sink.interrupt();
             let (stored, partial_text) = match playhead {
@@ -244,7 +247,11 @@ async fn execute(
                 partial_text,
             });
         }
-        Err(AgentError::Llm { error, transcript }) => {
+        Err(AgentError::Llm {
+            error,
+            mut transcript,
+        }) => {
+            echo_guard::clean_transcript(&mut transcript);
             // Sentences already spoken stay; the rest of the pipeline is flushed so nothing shown is lost.
             spoken.flush(sink, reporter);
             save_transcript(
@@ -348,6 +355,7 @@ struct Spoken {
     sentences: u32,
     /// (index, display text) of every sentence shown, for what was heard of an interrupted answer.
     shown: Vec<(u32, String)>,
+    echo_guard: EchoGuard,
 }
 
 impl Spoken {
@@ -382,7 +390,22 @@ impl Spoken {
         }
     }
 
+    /// Text the echo guard held back (a possible marker start), passed on as the model's text.
+    fn release_held(&mut self, sink: &dyn OutputSink, reporter: &Reporter) {
+        let held = self.echo_guard.finish();
+        if held.is_empty() {
+            return;
+        }
+        reporter.event(Event::TextDelta {
+            turn_id: self.turn_id,
+            delta: held.clone(),
+        });
+        let out = self.pipeline.push(PipelineItem::Text(held));
+        self.emit(out, sink, reporter);
+    }
+
     fn flush(&mut self, sink: &dyn OutputSink, reporter: &Reporter) {
+        self.release_held(sink, reporter);
         let rest = self.pipeline.finish();
         self.emit(rest, sink, reporter);
     }
@@ -400,10 +423,15 @@ async fn consume_items(
         pipeline: Pipeline::new(&character.pipeline_settings),
         sentences: 0,
         shown: Vec::new(),
+        echo_guard: EchoGuard::default(),
     };
     while let Some(item) = items.recv().await {
         match item {
             TurnItem::Text(delta) => {
+                let delta = spoken.echo_guard.push(&delta);
+                if delta.is_empty() {
+                    continue;
+                }
                 reporter.event(Event::TextDelta {
                     turn_id,
                     delta: delta.clone(),
@@ -417,6 +445,7 @@ async fn consume_items(
                 }
             }
             TurnItem::ToolCall(call) => {
+                spoken.release_held(sink, reporter);
                 let out = spoken.pipeline.push(PipelineItem::ToolCall(call));
                 spoken.emit(out, sink, reporter);
             }
