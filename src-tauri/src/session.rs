@@ -32,8 +32,22 @@ pub async fn start(app: AppHandle, options: SessionOptions) -> anyhow::Result<()
         tracing::warn!("{warning}");
     }
     let flags = app.state::<AppState>().listen.clone();
+    let character = loaded.profile.character.name.clone();
+    let brain_app = app.clone();
+    let mut said_loading = false;
     let (session, mut events) = SessionBuilder::new(&options.profile, loaded.profile)
         .listen_flags(flags)
+        .brain_progress(move |progress| {
+            if let tomo_runtime::BrainProgress::Loading { model, .. } = progress
+                && !std::mem::replace(&mut said_loading, true)
+            {
+                let message = crate::startup::loading_brain_message(&character, &model);
+                crate::startup::set(
+                    &brain_app,
+                    crate::startup::Startup::LoadingBrain { message },
+                );
+            }
+        })
         .voice(
             &options.voice,
             install_progress(&app, &options.profile, &options.env, options.voice.text),

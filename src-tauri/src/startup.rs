@@ -25,6 +25,9 @@ pub enum Startup {
         done: u64,
         total: Option<u64>,
     },
+    /// The embedded brain is loading its model (a second or so; on a first start after the install).
+    /// `message` names it in plain words.
+    LoadingBrain { message: String },
     /// The session runs.
     Ready,
     /// The session cannot start; `message` says why and what to do.
@@ -72,9 +75,15 @@ fn describe(status: &Startup) -> String {
     match status {
         Startup::Starting => "starting".into(),
         Startup::InstallingModels { message, .. } => format!("installing models: {message}"),
+        Startup::LoadingBrain { message } => format!("loading the brain: {message}"),
         Startup::Ready => "ready".into(),
         Startup::Failed { message } => format!("failed: {message}"),
     }
+}
+
+/// What loading the brain shows: "Waking up Hana's brain (qwen2.5-coder-1.5b, running on this computer)…".
+pub fn loading_brain_message(character: &str, model: &str) -> String {
+    format!("Waking up {character}'s brain ({model}, running on this computer)…")
 }
 
 /// What the first run is about to install, in plain words: "… (about 248 MB from PyPI) into …".
@@ -222,6 +231,14 @@ mod tests {
         assert_eq!(
             json,
             serde_json::json!({"phase": "failed", "message": "no"})
+        );
+        let json = serde_json::to_value(Startup::LoadingBrain {
+            message: "m".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"phase": "loading_brain", "message": "m"})
         );
         let json = serde_json::to_value(Startup::Ready).unwrap();
         assert_eq!(json, serde_json::json!({"phase": "ready"}));

@@ -662,6 +662,11 @@ export type Startup_Deserialize =
 { phase: "installing_models"; message: string; 
 /**  The file being downloaded, and how far (bytes). */
 file?: string | null; done: number; total?: number | null } | 
+/**
+ *  The embedded brain is loading its model (a second or so; on a first start after the install).
+ *  `message` names it in plain words.
+ */
+{ phase: "loading_brain"; message: string } | 
 /**  The session runs. */
 { phase: "ready" } | 
 /**  The session cannot start; `message` says why and what to do. */
@@ -675,6 +680,11 @@ export type Startup_Serialize =
 { phase: "installing_models"; message: string; 
 /**  The file being downloaded, and how far (bytes). */
 file: string | null; done: number; total: number | null } | 
+/**
+ *  The embedded brain is loading its model (a second or so; on a first start after the install).
+ *  `message` names it in plain words.
+ */
+{ phase: "loading_brain"; message: string } | 
 /**  The session runs. */
 { phase: "ready" } | 
 /**  The session cannot start; `message` says why and what to do. */

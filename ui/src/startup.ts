@@ -1,14 +1,10 @@
 // The desktop app's startup, shown over the character until the session runs: the first run's model install
 // with its progress, or why the app cannot start (missing characters, a data folder it cannot write). A
 // launcher leaves no terminal to read, so this is the only place such news can go.
-import { commands, events } from './bindings';
+import { commands, events, type Startup_Serialize } from './bindings';
 
-/** Mirrors src-tauri's `startup::Startup` (the generated bindings' `Startup`). */
-export type Startup =
-  | { phase: 'starting' }
-  | { phase: 'installing_models'; message: string; file: string | null; done: number; total: number | null }
-  | { phase: 'ready' }
-  | { phase: 'failed'; message: string };
+/** Where the desktop app's startup stands (src-tauri's `startup::Startup`, from the generated bindings). */
+export type Startup = Startup_Serialize;
 
 export interface StartupView {
   level: 'info' | 'error';
@@ -35,6 +31,8 @@ export function startupView(s: Startup): StartupView | null {
         progress: s.total ? Math.min(1, s.done / s.total) : null,
         detail: s.file ? `Downloading ${s.file}: ${mb(s.done)}${s.total ? ` of ${mb(s.total)}` : ''}` : null,
       };
+    case 'loading_brain':
+      return { level: 'info', title: 'Waking up', text: s.message, progress: null, detail: null };
     case 'failed':
       return { level: 'error', title: 'Tomo could not start', text: s.message, progress: null, detail: null };
   }
@@ -64,7 +62,8 @@ export function startupPanel(doc: Document): { element: HTMLElement; show(s: Sta
       element.classList.toggle('error', view.level === 'error');
       title.textContent = view.title;
       text.textContent = view.text; // textContent only: messages carry paths and error text
-      bar.hidden = view.progress === null && s.phase !== 'installing_models';
+      // An indeterminate bar while something is under way (a download of unknown size, loading the brain).
+      bar.hidden = view.progress === null && s.phase !== 'installing_models' && s.phase !== 'loading_brain';
       if (view.progress === null) bar.removeAttribute('value');
       else bar.value = view.progress;
       detail.textContent = view.detail ?? '';

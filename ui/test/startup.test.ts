@@ -27,6 +27,17 @@ describe('startup view', () => {
     expect(v?.detail).toBe('Downloading f: 1.5 MB');
   });
 
+  it('says the brain is waking up, with a bar but no fraction', () => {
+    const v = startupView({ phase: 'loading_brain', message: "Waking up Hana's brain (qwen2.5-coder-1.5b)…" });
+    expect(v).toEqual({
+      level: 'info',
+      title: 'Waking up',
+      text: "Waking up Hana's brain (qwen2.5-coder-1.5b)…",
+      progress: null,
+      detail: null,
+    });
+  });
+
   it('shows a failure as an error with its message', () => {
     const v = startupView({ phase: 'failed', message: 'Tomo cannot write to its data folder /x (Not a directory)' });
     expect(v).toEqual({

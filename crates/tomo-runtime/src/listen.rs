@@ -275,9 +275,11 @@ impl FrontEnd {
     }
 }
 
-/// Default thread count for whisper on this machine: one fewer than the cores, so capture, VAD and the
-/// end-of-turn model never have to wait for a core (whisper's threads spin while waiting for each
-/// other, and one busy thread stalls them all). `TOMO_ASR_THREADS` overrides it.
+/// Default thread count for whisper: every core, up to 4. Recognition runs in the pause after the user's
+/// words, when capture and the VAD need little: on the 2-core machine two threads brought the transcript
+/// from 891 to 563 ms after the last word (p50, `tomo bench voice --device`), and what the user hears from
+/// 1530 to 1250 ms; leaving a core free for capture had been the older choice. `TOMO_ASR_THREADS`
+/// overrides it.
 pub fn asr_threads() -> usize {
     std::env::var("TOMO_ASR_THREADS")
         .ok()
@@ -286,7 +288,6 @@ pub fn asr_threads() -> usize {
         .unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map_or(2, |n| n.get())
-                .saturating_sub(1)
                 .clamp(1, 4)
         })
 }
