@@ -12,9 +12,12 @@ bin="$CARGO_TARGET_DIR/release/tomo"
 data="$(mktemp -d)"
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$data"' EXIT
 # No turn happens: the LLM address is never asked.
-# stdin stays open (a terminal would), so `tomo run` keeps running on voice.
-sleep 100000 | TOMO_LLM_BASE_URL=http://127.0.0.1:9/v1 TOMO_DATA_DIR="$data" "$bin" run \
-    --profile "$profile" >/dev/null 2>"$data/stderr" &
+# stdin stays open (a terminal would), so `tomo run` keeps running on voice: a FIFO this shell holds open
+# for writing (no helper process to leave behind when the script is killed).
+mkfifo "$data/stdin"
+exec 3<>"$data/stdin"
+TOMO_LLM_BASE_URL=http://127.0.0.1:9/v1 TOMO_DATA_DIR="$data" "$bin" run \
+    --profile "$profile" <"$data/stdin" >/dev/null 2>"$data/stderr" &
 pid=$!
 sleep 12
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
