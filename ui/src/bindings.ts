@@ -341,6 +341,12 @@ export type Op_Deserialize =
 { type: "user_text"; text: string } | 
 /**  The voice front end heard speech begin (VAD onset). Interrupts the turn in flight: the user wins. */
 { type: "speech_started" } | 
+/**
+ *  The user paused and the pause's words are recognised, but the end of the turn is not decided
+ *  yet. The session may start the answer's request for these words; `speech_ended` with the same
+ *  words uses it, anything else drops it.
+ */
+{ type: "speech_paused"; transcript: string } | 
 /**  The user stopped speaking and ASR finished. An empty transcript (noise) starts no turn. */
 { type: "speech_ended"; transcript: string; 
 /**  How long ASR took after the end of the turn was decided. */
@@ -403,6 +409,12 @@ export type Op_Serialize =
 { type: "user_text"; text: string } | 
 /**  The voice front end heard speech begin (VAD onset). Interrupts the turn in flight: the user wins. */
 { type: "speech_started" } | 
+/**
+ *  The user paused and the pause's words are recognised, but the end of the turn is not decided
+ *  yet. The session may start the answer's request for these words; `speech_ended` with the same
+ *  words uses it, anything else drops it.
+ */
+{ type: "speech_paused"; transcript: string } | 
 /**  The user stopped speaking and ASR finished. An empty transcript (noise) starts no turn. */
 { type: "speech_ended"; transcript: string; 
 /**  How long ASR took after the end of the turn was decided. */

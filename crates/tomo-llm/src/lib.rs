@@ -3,6 +3,7 @@
 //! concurrent tool calls). No HTTP here: the OpenAI-compatible client lives in `tomo-openai`.
 
 pub mod agent;
+mod anticipate;
 mod assemble;
 mod error;
 mod messages;

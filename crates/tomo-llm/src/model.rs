@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 
+use crate::anticipate::AnticipationSlot;
 use crate::assemble::ToolCallFragment;
 use crate::error::LlmError;
 use crate::messages::{ChatMessage, ToolDefinition};
@@ -122,7 +123,10 @@ pub trait LlmConnector: Send + Sync {
 
 /// A shared handle on a model.
 #[derive(Clone)]
-pub struct LlmClient(Arc<dyn ChatModel>);
+pub struct LlmClient {
+    model: Arc<dyn ChatModel>,
+    anticipated: AnticipationSlot,
+}
 
 impl fmt::Debug for LlmClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -134,20 +138,39 @@ impl fmt::Debug for LlmClient {
 
 impl LlmClient {
     pub fn new(model: impl ChatModel + 'static) -> Self {
-        Self(Arc::new(model))
+        Self {
+            model: Arc::new(model),
+            anticipated: AnticipationSlot::default(),
+        }
     }
 
     pub fn endpoint(&self) -> &LlmEndpoint {
-        self.0.endpoint()
+        self.model.endpoint()
     }
 
-    /// See [`ChatModel::stream_chat`].
+    /// See [`ChatModel::stream_chat`]. A request [`anticipated`](Self::anticipate) with exactly these
+    /// messages and tools continues the stream already started (see `anticipate.rs`).
     pub async fn stream_chat(
         &self,
         messages: &[ChatMessage],
         tools: &[ToolDefinition],
     ) -> Result<LlmStream, LlmError> {
-        self.0.stream_chat(messages, tools).await
+        if let Some(started) = self.anticipated.take(messages, tools).await {
+            return started;
+        }
+        self.model.stream_chat(messages, tools).await
+    }
+
+    /// Starts the request the next turn will probably send (a voice turn's pause), so its answer is
+    /// under way when the turn is decided. Replaces an earlier anticipation.
+    pub fn anticipate(&self, messages: Vec<ChatMessage>, tools: Vec<ToolDefinition>) {
+        self.anticipated
+            .start(Arc::clone(&self.model), messages, tools);
+    }
+
+    /// Drops an anticipated request (the user went on speaking, or said nothing after all).
+    pub fn cancel_anticipation(&self) {
+        self.anticipated.cancel();
     }
 
     /// See [`ChatModel::warm_up`].
@@ -156,12 +179,13 @@ impl LlmClient {
         messages: &[ChatMessage],
         tools: &[ToolDefinition],
     ) -> Result<Option<WarmedUp>, LlmError> {
-        self.0.warm_up(messages, tools).await
+        self.model.warm_up(messages, tools).await
     }
 
-    /// A whole answer without tools (summaries, fact extraction): the streamed text, joined.
+    /// A whole answer without tools (summaries, fact extraction): the streamed text, joined. Never the
+    /// anticipated request's: side requests must not take or drop it.
     pub async fn complete(&self, messages: &[ChatMessage]) -> Result<String, LlmError> {
-        let mut stream = self.stream_chat(messages, &[]).await?;
+        let mut stream = self.model.stream_chat(messages, &[]).await?;
         let mut text = String::new();
         while let Some(event) = stream.next().await {
             if let LlmEvent::Text(delta) = event? {

@@ -17,6 +17,10 @@ pub enum Op {
     UserText { text: String },
     /// The voice front end heard speech begin (VAD onset). Interrupts the turn in flight: the user wins.
     SpeechStarted,
+    /// The user paused and the pause's words are recognised, but the end of the turn is not decided
+    /// yet. The session may start the answer's request for these words; `speech_ended` with the same
+    /// words uses it, anything else drops it.
+    SpeechPaused { transcript: String },
     /// The user stopped speaking and ASR finished. An empty transcript (noise) starts no turn.
     SpeechEnded {
         transcript: String,

@@ -95,6 +95,20 @@ fn serve(
                     continue;
                 }
                 let text = asr.transcribe(&snapshot.samples).map(|t| t.text);
+                // The session may start the answer for these words while the end of the turn is
+                // still being decided (unless newer audio already made them stale).
+                queue.extend(jobs.try_iter());
+                if let Ok(words) = &text
+                    && !words.trim().is_empty()
+                    && queue.is_empty()
+                {
+                    let op = Op::SpeechPaused {
+                        transcript: words.clone(),
+                    };
+                    if ops.blocking_send(op).is_err() {
+                        return;
+                    }
+                }
                 speculation = Some(Speculation {
                     start: snapshot.start,
                     speech_end: snapshot.speech_end,
@@ -222,6 +236,13 @@ mod tests {
             vec![2_500],
             "one decode: the pause's"
         );
+        // The pause's words go to the session at once (it may start the answer), then the turn's end.
+        assert_eq!(
+            ops_rx.try_recv().unwrap(),
+            Op::SpeechPaused {
+                transcript: "2500 samples".into()
+            }
+        );
         match ops_rx.try_recv().unwrap() {
             Op::SpeechEnded {
                 transcript,
@@ -241,8 +262,9 @@ mod tests {
             AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)),
             last_speculation_then_final(1_400),
         ]);
-        // Queued together: the stale snapshot is skipped, the final segment decoded.
+        // Queued together: the stale snapshot is skipped (nothing anticipated), the final segment decoded.
         assert_eq!(calls, vec![3_000]);
+        assert_eq!(ops.len(), 1, "{ops:?}");
         assert!(
             matches!(&ops[0], Op::SpeechEnded { transcript, .. } if transcript == "3000 samples")
         );

@@ -5,6 +5,7 @@
 
 mod advice;
 mod answers;
+mod anticipation;
 mod approvals;
 mod character;
 pub mod compress;
@@ -17,6 +18,7 @@ mod plugin_tasks;
 mod proactive;
 mod prompt;
 mod redaction;
+mod request;
 mod turn;
 mod warm;
 
@@ -113,6 +115,7 @@ pub async fn start_session(
         approvals,
         approval_rx,
         questions: approvals::OpenQuestions::default(),
+        anticipation: None,
     };
     coordinator.refresh_secrets();
     coordinator.announce(problems);
@@ -159,6 +162,8 @@ struct Coordinator {
     approval_rx: mpsc::UnboundedReceiver<approvals::ToolQuestion>,
     /// Questions to the user not yet answered.
     questions: approvals::OpenQuestions,
+    /// Building the request of a voice turn in its pause (anticipation.rs).
+    anticipation: Option<JoinHandle<()>>,
 }
 
 impl Coordinator {
@@ -338,11 +343,13 @@ impl Coordinator {
                 if text.is_empty() {
                     return;
                 }
+                self.drop_anticipation();
                 self.stop_current_turn().await;
                 self.start_turn(text, None, None);
             }
             Op::SpeechStarted => {
                 // The user wins: whatever the character was doing stops.
+                self.drop_anticipation();
                 self.stop_current_turn().await;
                 if self.state.state() == SessionState::Idle {
                     self.transition(SessionState::Listening);
@@ -354,7 +361,11 @@ impl Coordinator {
                 end_of_turn_ms,
             } => {
                 let text = transcript.trim().to_owned();
+                // A request started in the pause stays for the turn to take; one still being built
+                // would start too late.
+                self.stop_anticipating();
                 if text.is_empty() {
+                    self.drop_anticipation();
                     // Noise or a cough: no turn.
                     if self.state.state() == SessionState::Listening {
                         self.transition(SessionState::Idle);
@@ -369,6 +380,7 @@ impl Coordinator {
                 );
                 self.start_turn(text, None, Some(waited));
             }
+            Op::SpeechPaused { transcript } => self.anticipate(transcript),
             Op::Interrupt => {
                 if let Some(active) = &self.current {
                     active.cancel.cancel();

@@ -12,7 +12,7 @@ use super::character::Character;
 use super::echo_guard::{self, EchoGuard};
 use super::heard;
 use super::hooks::{self, HookFailure};
-use super::prompt;
+use super::request;
 use crate::history::HistoryRecord;
 use crate::pipeline::{Pipeline, PipelineItem, PipelineOutput};
 use crate::sink::{OutputSink, Playhead, SinkError};
@@ -104,50 +104,24 @@ async fn execute(
     if let Err(error) = character.append_history(vec![user_record]) {
         reporter.event(history_error(&error));
     }
-    let hook_ctx = Arc::new(HookContext {
-        agent_id: character.agent_id().to_owned(),
-        character_name: character.name().to_owned(),
-        data_dir: character.data_dir.clone(),
-        turn_id,
-    });
     let (memory, failures) = tokio::select! {
         () = cancel.cancelled() => {
             reporter.event(Event::TurnAborted { turn_id, partial_text: String::new() });
             return;
         }
-        outcome = hooks::before_turn(&character.hooks, &input.user_text, Arc::clone(&hook_ctx), character.hook_timeout) => outcome,
+        outcome = request::memory_blocks(character, turn_id, &input.user_text) => outcome,
     };
     reporter.hook_failures(failures);
-
-    // Context compression: the system prompt carries the running summary of older turns, and the
-    // verbatim history is what fits the token budget next to this user message (session/compress.rs).
-    let (system, history) = character
-        .prompt_context(turn_id, &prompt::user_message(&input.user_text, &memory))
-        .await;
-    let messages = prompt::build_messages(&system, history, &input.user_text, &memory);
+    let request::Request {
+        messages,
+        offline_tools,
+    } = request::build(character, turn_id, &input.user_text, &memory).await;
+    let tools = offline_tools.as_ref().unwrap_or(&character.tools);
+    let hook_ctx = request::hook_context(character, turn_id);
     let tool_ctx = ToolContext {
         agent_id: character.agent_id().to_owned(),
         data_dir: character.data_dir.clone(),
         cancel: cancel.clone(),
-    };
-    // Screen text in the context (this proactive turn's, or one still in the recent history): no tool
-    // that can carry text off the machine is offered, unless its plugin allows it.
-    let screen_in_context = messages.iter().any(|m| {
-        matches!(m, ChatMessage::User { content } if content.contains(super::proactive::SCREEN_OPEN))
-    });
-    let offline_tools;
-    let tools = if screen_in_context {
-        offline_tools = character.tools.filtered(|spec| !spec.egress);
-        let withheld = character.tools.names().len() - offline_tools.names().len();
-        if withheld > 0 {
-            tracing::info!(
-                withheld,
-                "screen text in context: tools that send data out are withheld"
-            );
-        }
-        &offline_tools
-    } else {
-        &character.tools
     };
     let (items_tx, items_rx) = mpsc::channel(256);
     let agent_run = agent::run_turn(

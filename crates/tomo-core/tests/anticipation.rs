@@ -1,0 +1,134 @@
+//! A voice turn's answer started in the user's pause (`Op::SpeechPaused`), against the scripted server
+//! speaking the real SSE wire format: the turn that ends with the same words takes the request over (the
+//! server is asked once, with the request the turn would have sent); other words ask afresh, and the
+//! history holds only the turn's own words and answer.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use tomo_protocol::{Event, Op};
+use tomo_testkit::{ScriptedServer, script};
+
+use support::session::{collect_until, is_idle, text_session};
+
+fn paused(words: &str) -> Op {
+    Op::SpeechPaused {
+        transcript: words.to_owned(),
+    }
+}
+
+fn ended(words: &str) -> Op {
+    Op::SpeechEnded {
+        transcript: words.to_owned(),
+        asr_ms: 100,
+        end_of_turn_ms: 1_000,
+    }
+}
+
+async fn requests_reach(server: &ScriptedServer, n: usize) {
+    for _ in 0..300 {
+        if server.requests().len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the server saw {} requests", server.requests().len());
+}
+
+fn finished_text(seen: &[tomo_protocol::EventEnvelope]) -> String {
+    seen.iter()
+        .find_map(|e| match &e.event {
+            Event::TurnFinished { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no turn_finished: {seen:#?}"))
+}
+
+fn user_words(request: &tomo_testkit::RecordedRequest) -> Vec<String> {
+    request.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_turn_ending_on_the_paused_words_uses_the_answer_already_started() {
+    let server = ScriptedServer::start(vec![
+        script::text_reply_with_delay("It is noon.", Duration::from_millis(200), Duration::ZERO),
+        script::text_reply("A later answer."),
+    ])
+    .await
+    .unwrap();
+    let (_dir, session, mut events) = text_session(&server).await;
+    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
+
+    session.send(paused("what time is it")).await.unwrap();
+    requests_reach(&server, 1).await;
+    session.send(ended("what time is it")).await.unwrap();
+    let seen = collect_until(&mut events, is_idle).await;
+    assert_eq!(finished_text(&seen), "It is noon.");
+    assert_eq!(server.requests().len(), 1, "asked once, in the pause");
+
+    // The next turn sees that exchange in its history, exactly once.
+    session.send(ended("thanks")).await.unwrap();
+    let seen = collect_until(&mut events, is_idle).await;
+    assert_eq!(finished_text(&seen), "A later answer.");
+    let sent = server.requests();
+    assert_eq!(user_words(&sent[1]), vec!["what time is it", "thanks"]);
+}
+
+#[tokio::test]
+async fn other_words_at_the_end_of_the_turn_ask_for_themselves() {
+    let server = ScriptedServer::start(vec![
+        script::text_reply("For the pause."),
+        script::text_reply("For the whole sentence."),
+        script::text_reply("Next."),
+    ])
+    .await
+    .unwrap();
+    let (_dir, session, mut events) = text_session(&server).await;
+    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
+
+    session.send(paused("I was thinking")).await.unwrap();
+    requests_reach(&server, 1).await;
+    session
+        .send(ended("I was thinking maybe we could go out"))
+        .await
+        .unwrap();
+    let seen = collect_until(&mut events, is_idle).await;
+    assert_eq!(finished_text(&seen), "For the whole sentence.");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        user_words(&sent[1]),
+        vec!["I was thinking maybe we could go out"]
+    );
+
+    // Noise after a pause: no turn, and what the pause started is not used later.
+    session.send(Op::SpeechStarted).await.unwrap();
+    session.send(paused("um")).await.unwrap();
+    requests_reach(&server, 3).await;
+    session.send(ended("  ")).await.unwrap();
+    collect_until(&mut events, is_idle).await;
+    session
+        .send(Op::UserText { text: "um".into() })
+        .await
+        .unwrap();
+    let seen = collect_until(&mut events, is_idle).await;
+    // The scripted server has no fourth answer: had the pause's request been used, "Next." would show
+    // (it answered the pause); the fresh request fails instead.
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(&e.event, Event::TurnFinished { text, .. } if text == "Next.")),
+        "{seen:#?}"
+    );
+    // (It is retried, as any failed request.)
+    assert!(server.requests().len() > 3);
+}
