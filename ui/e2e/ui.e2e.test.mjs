@@ -213,7 +213,8 @@ test('a turn: streamed subtitles, tool chip, expression, mouth, transcript, late
     // The real session asked with the tools of the profile, then came back with the tool's result.
     const [ask, followUp] = llm.requests.slice(-2);
     assert.ok(ask.tools?.some((t) => t.function?.name === 'get_time'), `tools offered: ${JSON.stringify(ask.tools)}`);
-    assert.equal(ask.messages.at(-1).content, 'what time is it?');
+    // The user's words, after the time plugin's clock in the [memory context] block.
+    assert.match(ask.messages.at(-1).content, /^\[memory context\]\nIt is now .+, local time \(UTC[+-]\d\d:\d\d\)\.\n\[\/memory context\]\n\nwhat time is it\?$/);
     assert.equal(followUp.messages.at(-1).role, 'tool');
   }
   assert.deepEqual(problems, []);

@@ -124,11 +124,12 @@ async fn an_endpoint_overrides_the_embedded_brain_without_installing_or_starting
     );
     // The turn (and Hana's memory extraction after it) went to the endpoint.
     let requests = server.requests();
-    assert_eq!(
-        requests[0].messages().last().unwrap()["content"],
-        "hello",
-        "the turn went to the endpoint"
-    );
+    let asked = requests[0].messages().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(user_words(&asked), "hello", "the turn went to the endpoint");
+    assert!(asked.contains("It is now "), "Hana's clock came along: {asked}");
     assert!(
         !out.stderr.contains("embedded brain"),
         "no engine was loaded: {}",
@@ -305,5 +306,13 @@ async fn history_survives_a_killed_process() {
         .collect();
     assert!(texts.contains(&"I am Ada."), "{texts:?}");
     assert!(texts.contains(&"Nice to meet you, Ada."), "{texts:?}");
-    assert_eq!(*texts.last().unwrap(), "What is my name?");
+    assert_eq!(user_words(texts.last().unwrap()), "What is my name?");
+}
+
+/// The user's words of a message as sent: after the `[memory context]` block (the time plugin puts the
+/// clock there on every turn), if there is one.
+fn user_words(content: &str) -> &str {
+    content
+        .rsplit_once("[/memory context]\n\n")
+        .map_or(content, |(_, words)| words)
 }

@@ -50,10 +50,13 @@ impl AnticipationSlot {
         messages: Vec<ChatMessage>,
         tools: Vec<ToolDefinition>,
     ) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let (opened_tx, opened) = oneshot::channel();
         let (events_tx, events) = mpsc::unbounded_channel();
         let (request_messages, request_tools) = (messages.clone(), tools.clone());
-        let task = tokio::spawn(async move {
+        let task = runtime.spawn(async move {
             match model.stream_chat(&request_messages, &request_tools).await {
                 Err(error) => {
                     let _ = opened_tx.send(Err(error));
@@ -104,10 +107,27 @@ impl AnticipationSlot {
         match opened.await {
             Ok(Ok(())) => {
                 tracing::debug!("the answer started in the pause");
-                let stream = futures::stream::unfold((events, task), |(mut events, task)| async {
-                    let event = events.recv().await?;
-                    Some((event, (events, task)))
-                });
+                // The task forwards the model's stream whole; should it end without the model's own
+                // end (the task died), the stream ends with an error, never as a short answer.
+                let stream = futures::stream::unfold(
+                    (events, task, false),
+                    |(mut events, task, finished)| async move {
+                        match events.recv().await {
+                            Some(event) => {
+                                let finished =
+                                    finished || matches!(event, Ok(LlmEvent::Finish(_)) | Err(_));
+                                Some((event, (events, task, finished)))
+                            }
+                            None if !finished => Some((
+                                Err(LlmError::Stream(
+                                    "the request started in the pause stopped".into(),
+                                )),
+                                (events, task, true),
+                            )),
+                            None => None,
+                        }
+                    },
+                );
                 Some(Ok(Box::pin(stream)))
             }
             Ok(Err(error)) => Some(Err(error)),

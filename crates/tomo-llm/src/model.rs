@@ -163,6 +163,7 @@ impl LlmClient {
 
     /// Starts the request the next turn will probably send (a voice turn's pause), so its answer is
     /// under way when the turn is decided. Replaces an earlier anticipation.
+    /// Outside a tokio runtime it does nothing (the request is simply not started early).
     pub fn anticipate(&self, messages: Vec<ChatMessage>, tools: Vec<ToolDefinition>) {
         self.anticipated
             .start(Arc::clone(&self.model), messages, tools);

@@ -8,7 +8,10 @@ mod support;
 use std::time::Duration;
 
 use futures::StreamExt;
-use tomo_llm::{ChatMessage, LlmClient, LlmEvent};
+use futures::future::BoxFuture;
+use tomo_llm::{
+    ChatMessage, ChatModel, LlmClient, LlmEndpoint, LlmError, LlmEvent, LlmStream, ToolDefinition,
+};
 use tomo_testkit::{ScriptedServer, script};
 
 use support::agent::client;
@@ -135,4 +138,52 @@ async fn side_requests_leave_the_anticipation_alone() {
         "The turn's answer."
     );
     assert_eq!(server.requests().len(), 2);
+}
+
+/// A model whose stream gives some text and then its task dies (a panic in the engine's client).
+struct DiesMidAnswer(LlmEndpoint);
+
+impl ChatModel for DiesMidAnswer {
+    fn endpoint(&self) -> &LlmEndpoint {
+        &self.0
+    }
+
+    fn stream_chat<'a>(
+        &'a self,
+        _messages: &'a [ChatMessage],
+        _tools: &'a [ToolDefinition],
+    ) -> BoxFuture<'a, Result<LlmStream, LlmError>> {
+        Box::pin(async {
+            let text = futures::stream::iter([Ok(LlmEvent::Text("Half an ans".into()))]);
+            let dies = futures::stream::once(async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                panic!("the client died");
+            });
+            let stream: LlmStream = Box::pin(text.chain(dies));
+            Ok(stream)
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_started_request_that_dies_ends_with_an_error_not_as_a_short_answer() {
+    let client = LlmClient::new(DiesMidAnswer(LlmEndpoint {
+        base_url: "http://127.0.0.1:9/v1".into(),
+        model: "m".into(),
+        api_key: None,
+        temperature: None,
+        max_tokens: None,
+        idle_timeout: Duration::from_secs(5),
+    }));
+    client.anticipate(asking("hello"), Vec::new());
+    let mut stream = client.stream_chat(&asking("hello"), &[]).await.unwrap();
+    let mut seen = Vec::new();
+    while let Some(event) = stream.next().await {
+        seen.push(event);
+    }
+    assert_eq!(seen[0], Ok(LlmEvent::Text("Half an ans".into())));
+    assert!(
+        matches!(seen.last(), Some(Err(LlmError::Stream(_)))),
+        "{seen:?}"
+    );
 }

@@ -59,7 +59,9 @@ fn hour_forms() -> Vec<String> {
         format!("{hour}:"),
         format!("{hour:02}:"),
         format!("{twelve}:"),
-        format!("{twelve} "),
+        format!("{twelve} pm"),
+        format!("{twelve} am"),
+        format!("{twelve} o'clock"),
         words[twelve as usize - 1].to_owned(),
     ]
 }
@@ -156,10 +158,15 @@ async fn what_the_user_said_in_one_session_is_remembered_in_the_next_and_the_tim
     hours.extend(hours_before);
     let lower = told.to_lowercase();
     let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).collect();
+    // Digit forms anywhere ("17:19"), the hour's word only as a whole word ("five", not "often").
     assert!(
         hours
             .iter()
-            .any(|h| lower.contains(h.as_str()) || words.contains(&h.as_str())),
+            .any(|h| if h.chars().any(|c| c.is_ascii_digit()) {
+                lower.contains(h.as_str())
+            } else {
+                words.contains(&h.as_str())
+            }),
         "the answer tells the real hour ({hours:?}): {told}"
     );
     session.shutdown().await;

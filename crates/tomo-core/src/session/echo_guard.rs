@@ -10,14 +10,36 @@ use tomo_llm::agent::TurnTranscript;
 use super::prompt::{CONTEXT_CLOSE, CONTEXT_OPEN};
 
 /// Streaming filter over the model's text deltas.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EchoGuard {
     /// Text that may be the start of a marker, not passed on yet.
     held: String,
     /// Inside a copied block: text is dropped until the closing marker.
     inside: bool,
+    out: Emitted,
+}
+
+impl Default for EchoGuard {
+    fn default() -> Self {
+        Self {
+            held: String::new(),
+            inside: false,
+            out: Emitted {
+                after_block: false,
+                line_start: true,
+            },
+        }
+    }
+}
+
+/// What the text passed on so far ends with.
+#[derive(Debug)]
+struct Emitted {
     /// Right after a block: the blank lines that followed it are dropped too.
     after_block: bool,
+    /// At the start of the answer or of a line: only there does the marker open a copied block (the
+    /// block is copied whole; a sentence that merely names it is kept).
+    line_start: bool,
 }
 
 impl EchoGuard {
@@ -32,50 +54,75 @@ impl EchoGuard {
                 CONTEXT_OPEN
             };
             if let Some(at) = self.held.find(marker) {
-                if !self.inside {
-                    emit(&mut self.after_block, &self.held[..at], &mut out);
+                let end = at + marker.len();
+                if self.inside {
+                    self.inside = false;
+                    self.out.after_block = true;
+                } else if self.out.opens_block(&self.held[..at]) {
+                    self.out.emit(&self.held[..at], &mut out);
+                    self.inside = true;
+                } else {
+                    self.out.emit(&self.held[..end], &mut out);
                 }
-                self.held.drain(..at + marker.len());
-                self.inside = !self.inside;
-                self.after_block = !self.inside;
+                self.held.drain(..end);
                 continue;
             }
             // Keep the longest tail that could still grow into the marker.
             let keep = partial_suffix(&self.held, marker);
             let ready = self.held.len() - keep;
             if !self.inside {
-                emit(&mut self.after_block, &self.held[..ready], &mut out);
+                self.out.emit(&self.held[..ready], &mut out);
             }
             self.held.drain(..ready);
             return out;
         }
     }
 
-    /// End of the answer: what was held back, unless it is inside a block that never closed.
+    /// End of the answer: what was held back, unless it is inside a block that never closed (a copy
+    /// cut off by the answer's end).
     pub fn finish(&mut self) -> String {
         let rest = std::mem::take(&mut self.held);
         let mut out = String::new();
         if !self.inside {
-            emit(&mut self.after_block, &rest, &mut out);
+            self.out.emit(&rest, &mut out);
         }
         self.inside = false;
         out
     }
 }
 
-/// Appends answer text; right after a block, its leading blank lines are dropped.
-fn emit(after_block: &mut bool, text: &str, out: &mut String) {
-    let text = if *after_block {
-        let trimmed = text.trim_start();
-        if trimmed.is_empty() {
+impl Emitted {
+    /// Whether a marker after `before` (the text not yet passed on) stands at a line start.
+    fn opens_block(&self, before: &str) -> bool {
+        let tail = before.trim_end_matches([' ', '\t']);
+        if tail.is_empty() {
+            self.line_start
+        } else {
+            tail.ends_with('\n')
+        }
+    }
+
+    /// Appends answer text; right after a block, its leading blank lines are dropped.
+    fn emit(&mut self, text: &str, out: &mut String) {
+        let text = if self.after_block {
+            let trimmed = text.trim_start();
+            if trimmed.is_empty() {
+                return;
+            }
+            self.after_block = false;
+            trimmed
+        } else {
+            text
+        };
+        if text.is_empty() {
             return;
         }
-        *after_block = false;
-        trimmed
-    } else {
-        text
-    };
-    out.push_str(text);
+        let tail = text.trim_end_matches([' ', '\t']);
+        if !tail.is_empty() {
+            self.line_start = tail.ends_with('\n');
+        }
+        out.push_str(text);
+    }
 }
 
 /// Length of the longest suffix of `text` that is a proper prefix of `marker`.
@@ -156,15 +203,28 @@ mod tests {
     }
 
     #[test]
-    fn text_around_a_block_is_kept_and_an_unclosed_block_is_dropped_to_the_end() {
+    fn a_block_on_its_own_line_goes_and_a_copy_cut_off_by_the_end_goes_too() {
         assert_eq!(
-            strip("Sure! [memory context]\nfacts\n[/memory context] Mochi."),
-            "Sure! Mochi."
+            strip("Sure!\n[memory context]\nfacts\n[/memory context]\nMochi."),
+            "Sure!\nMochi."
         );
         assert_eq!(
-            strip("Well. [memory context]\nfacts that never end"),
-            "Well. "
+            strip("Well.\n  [memory context]\nfacts that never end"),
+            "Well.\n  "
         );
+    }
+
+    #[test]
+    fn a_sentence_that_names_the_block_is_kept() {
+        let prose = "I keep notes in a [memory context] block, see? And [/memory context] too.";
+        assert_eq!(strip(prose), prose);
+        let mut guard = EchoGuard::default();
+        let mut out = String::new();
+        for piece in ["I read my [mem", "ory context] notes.", "\nDone."] {
+            out.push_str(&guard.push(piece));
+        }
+        out.push_str(&guard.finish());
+        assert_eq!(out, "I read my [memory context] notes.\nDone.");
     }
 
     #[test]

@@ -164,7 +164,7 @@ struct Coordinator {
     /// Questions to the user not yet answered.
     questions: approvals::OpenQuestions,
     /// Building the request of a voice turn in its pause (anticipation.rs).
-    anticipation: Option<JoinHandle<()>>,
+    anticipation: Option<JoinHandle<request::Anticipated>>,
 }
 
 impl Coordinator {
@@ -268,7 +268,7 @@ impl Coordinator {
             Vec::new()
         };
         let text = proactive::user_message(&reason, &shared);
-        self.start_turn(text, Some(reason), None);
+        self.start_turn(text, Some(reason), None, None);
     }
 
     fn emit(&mut self, event: Event) {
@@ -344,13 +344,13 @@ impl Coordinator {
                 if text.is_empty() {
                     return;
                 }
-                self.drop_anticipation();
+                self.drop_anticipation().await;
                 self.stop_current_turn().await;
-                self.start_turn(text, None, None);
+                self.start_turn(text, None, None, None);
             }
             Op::SpeechStarted => {
                 // The user wins: whatever the character was doing stops.
-                self.drop_anticipation();
+                self.drop_anticipation().await;
                 self.stop_current_turn().await;
                 if self.state.state() == SessionState::Idle {
                     self.transition(SessionState::Listening);
@@ -362,11 +362,9 @@ impl Coordinator {
                 end_of_turn_ms,
             } => {
                 let text = transcript.trim().to_owned();
-                // A request started in the pause stays for the turn to take; one still being built
-                // would start too late.
-                self.stop_anticipating();
+                // The request started in the pause, if it was for these words.
+                let before_turn = self.take_anticipation(&text).await;
                 if text.is_empty() {
-                    self.drop_anticipation();
                     // Noise or a cough: no turn.
                     if self.state.state() == SessionState::Listening {
                         self.transition(SessionState::Idle);
@@ -379,9 +377,9 @@ impl Coordinator {
                     std::time::Duration::from_millis(end_of_turn_ms),
                     std::time::Duration::from_millis(asr_ms),
                 );
-                self.start_turn(text, None, Some(waited));
+                self.start_turn(text, None, Some(waited), before_turn);
             }
-            Op::SpeechPaused { transcript } => self.anticipate(transcript),
+            Op::SpeechPaused { transcript } => self.anticipate(transcript).await,
             Op::Interrupt => {
                 if let Some(active) = &self.current {
                     active.cancel.cancel();
@@ -469,11 +467,13 @@ impl Coordinator {
 
     /// `proactive`: the reason, for a turn the character starts on its own. `waited`: for a voice turn,
     /// how long the end of the turn took to decide after the last word, and ASR after that.
+    /// `before_turn`: the hooks' blocks already gathered for these words (in the pause).
     fn start_turn(
         &mut self,
         user_text: String,
         proactive: Option<String>,
         waited: Option<(std::time::Duration, std::time::Duration)>,
+        before_turn: Option<request::BeforeTurn>,
     ) {
         let id = self.character.next_turn_id();
         let shown_text = match &proactive {
@@ -496,6 +496,7 @@ impl Coordinator {
                 user_text,
                 shown_text,
                 proactive: proactive.is_some(),
+                before_turn,
             },
             cancel.clone(),
             self.turn_tx.clone(),

@@ -84,12 +84,32 @@ pub(crate) async fn build(
     }
 }
 
+/// What the `on_before_turn` hooks gave for a turn's words: the turn uses them as they are instead of
+/// asking the hooks again (hooks keep state, e.g. memory's recent utterances, and a second run could
+/// differ: the clock moves on).
+pub(crate) struct BeforeTurn {
+    pub memory: Vec<String>,
+    pub failures: Vec<HookFailure>,
+}
+
+/// A voice turn's request, started in its pause.
+pub(crate) struct Anticipated {
+    pub user_text: String,
+    pub turn_id: u64,
+    pub before_turn: BeforeTurn,
+}
+
 /// Starts the request a voice turn of `user_text` would send, while the end of the turn is still being
 /// decided. Nothing is stored or shown: the turn, if it comes with these words, does all of that.
-pub(crate) async fn anticipate(character: Arc<Character>, user_text: String) {
+pub(crate) async fn anticipate(character: Arc<Character>, user_text: String) -> Anticipated {
     let turn_id = character.next_turn_id();
-    let (memory, _failures) = memory_blocks(&character, turn_id, &user_text).await;
+    let (memory, failures) = memory_blocks(&character, turn_id, &user_text).await;
     let request = build(&character, turn_id, &user_text, &memory).await;
     let tools = request.tools(&character).definitions();
     character.client.anticipate(request.messages, tools);
+    Anticipated {
+        user_text,
+        turn_id,
+        before_turn: BeforeTurn { memory, failures },
+    }
 }

@@ -100,6 +100,8 @@ impl Coordinator {
         profile: Profile,
         label: &str,
     ) -> Result<(), CharacterError> {
+        // A request started in a pause belongs to the old character (and maybe its old endpoint).
+        self.drop_anticipation().await;
         let (character, problems) =
             Character::load(profile, &self.env, Some(self.approvals.clone())).await?;
         // Before the next turn can start: the character speaks with its own voice from its first

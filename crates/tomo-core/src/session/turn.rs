@@ -39,6 +39,8 @@ pub(crate) struct TurnInput {
     /// What `turn_started` shows: the user's words, or `[proactive] <reason>`.
     pub shown_text: String,
     pub proactive: bool,
+    /// The hooks' blocks, when the pause already gathered them for these words.
+    pub before_turn: Option<request::BeforeTurn>,
 }
 
 struct Reporter {
@@ -104,12 +106,15 @@ async fn execute(
     if let Err(error) = character.append_history(vec![user_record]) {
         reporter.event(history_error(&error));
     }
-    let (memory, failures) = tokio::select! {
-        () = cancel.cancelled() => {
-            reporter.event(Event::TurnAborted { turn_id, partial_text: String::new() });
-            return;
-        }
-        outcome = request::memory_blocks(character, turn_id, &input.user_text) => outcome,
+    let (memory, failures) = match &input.before_turn {
+        Some(gathered) => (gathered.memory.clone(), gathered.failures.clone()),
+        None => tokio::select! {
+            () = cancel.cancelled() => {
+                reporter.event(Event::TurnAborted { turn_id, partial_text: String::new() });
+                return;
+            }
+            outcome = request::memory_blocks(character, turn_id, &input.user_text) => outcome,
+        },
     };
     reporter.hook_failures(failures);
     let request::Request {
