@@ -129,7 +129,10 @@ async fn an_endpoint_overrides_the_embedded_brain_without_installing_or_starting
         .unwrap()
         .to_owned();
     assert_eq!(user_words(&asked), "hello", "the turn went to the endpoint");
-    assert!(asked.contains("It is now "), "Hana's clock came along: {asked}");
+    assert!(
+        asked.contains("It is now "),
+        "Hana's clock came along: {asked}"
+    );
     assert!(
         !out.stderr.contains("embedded brain"),
         "no engine was loaded: {}",
