@@ -48,7 +48,7 @@ async fn the_first_turn_finds_the_warmed_persona_and_tools_in_the_cache() {
     let first = brain.stats().requests[0];
     eprintln!("warm-up at start: {warm:?}; first turn: {first:?}");
     // Everything but the template's assistant header at the end of the warm-up came from the cache;
-    // only the user's words were evaluated.
+    // only the new user message was evaluated (the words and the time plugin's clock line: ~50 tokens).
     assert!(
         first.cached_tokens + 4 >= warm.prompt_tokens,
         "cached {} of the {}-token warm prefix",
@@ -56,7 +56,7 @@ async fn the_first_turn_finds_the_warmed_persona_and_tools_in_the_cache() {
         warm.prompt_tokens
     );
     assert!(
-        first.prompt_tokens - first.cached_tokens < 20,
+        first.prompt_tokens - first.cached_tokens < 80,
         "evaluated only the new turn: {first:?}"
     );
     session.shutdown().await;

@@ -75,7 +75,7 @@ fn shipped_manifests_load() {
 
     let time = &manifests[4];
     assert_eq!(time.kind, PluginKind::Tool);
-    assert!(time.config.is_empty());
+    assert_eq!(time.config, table("inject_now = true"));
 
     let web = &manifests[5];
     assert_eq!(web.kind, PluginKind::Tool);

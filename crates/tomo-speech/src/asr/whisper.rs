@@ -159,8 +159,8 @@ fn check_header(path: &Path) -> Result<(), HeaderError> {
 /// the model's 1500. Encoder time follows the window: on the 2-core machine (base, 2 threads, the spoken
 /// benchmark questions of 2-3 s) ASR took 445 ms at a floor of 512, 343 ms at 384, 253 ms at 256. At 256
 /// short turns garble (tests/whisper_asr.rs `base_transcribes_short_turns`: "What time is it? What time is
-/// it?", flite WER 0.23); at 384 they read as at 512 (flite WER 0 both; espeak-ng 0.23 against 0.18, one
-/// word of 22), and the longer sentences are word for word the same.
+/// it?", flite WER 0.23); at 384 they read as at 512 (flite WER 0 both; espeak-ng 0.23-0.27 against 0.18, one
+/// or two words of 22), and the longer sentences are word for word the same.
 fn audio_context(samples: usize) -> i32 {
     let positions = (samples.div_ceil(320) + 128).max(384);
     positions.min(1500) as i32
