@@ -292,7 +292,10 @@ done
 [ -n "$heard" ] || fail "no request reached the LLM within 60 s of speaking into the microphone"
 /usr/bin/python3 -c '
 import json, re, sys
-words = re.sub(r"[^a-z ]", "", json.loads(sys.argv[1]).lower()).split()
+sent = json.loads(sys.argv[1])
+# The words of the user follow the [memory context] block (the time plugin puts the clock there).
+sent = sent.rsplit("[/memory context]", 1)[-1]
+words = re.sub(r"[^a-z ]", "", sent.lower()).split()
 sys.exit(0 if words == "what time is it".split() else 1)' "$heard" ||
     fail "the LLM was sent $heard, not the spoken question"
 echo "ok: a spoken question reached the LLM from the app's microphone: $heard"
