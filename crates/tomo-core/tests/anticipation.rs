@@ -28,16 +28,6 @@ fn ended(words: &str) -> Op {
     }
 }
 
-async fn requests_reach(server: &ScriptedServer, n: usize) {
-    for _ in 0..300 {
-        if server.requests().len() >= n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the server saw {} requests", server.requests().len());
-}
-
 fn finished_text(seen: &[tomo_protocol::EventEnvelope]) -> String {
     seen.iter()
         .find_map(|e| match &e.event {
@@ -69,7 +59,10 @@ async fn the_turn_ending_on_the_paused_words_uses_the_answer_already_started() {
     collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
 
     session.send(paused("what time is it")).await.unwrap();
-    requests_reach(&server, 1).await;
+    server
+        .wait_for_requests(1, Duration::from_secs(5))
+        .await
+        .unwrap();
     session.send(ended("what time is it")).await.unwrap();
     let seen = collect_until(&mut events, is_idle).await;
     assert_eq!(finished_text(&seen), "It is noon.");
@@ -96,7 +89,10 @@ async fn other_words_at_the_end_of_the_turn_ask_for_themselves() {
     collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
 
     session.send(paused("I was thinking")).await.unwrap();
-    requests_reach(&server, 1).await;
+    server
+        .wait_for_requests(1, Duration::from_secs(5))
+        .await
+        .unwrap();
     session
         .send(ended("I was thinking maybe we could go out"))
         .await
@@ -113,7 +109,10 @@ async fn other_words_at_the_end_of_the_turn_ask_for_themselves() {
     // Noise after a pause: no turn, and what the pause started is not used later.
     session.send(Op::SpeechStarted).await.unwrap();
     session.send(paused("um")).await.unwrap();
-    requests_reach(&server, 3).await;
+    server
+        .wait_for_requests(3, Duration::from_secs(5))
+        .await
+        .unwrap();
     session.send(ended("  ")).await.unwrap();
     collect_until(&mut events, is_idle).await;
     // The same words again as a voice turn: had the pause's request survived the noise, it would be

@@ -34,17 +34,6 @@ async fn answer(client: &LlmClient, messages: &[ChatMessage]) -> String {
     text
 }
 
-/// Waits until the server has seen `n` requests.
-async fn requests_reach(server: &ScriptedServer, n: usize) {
-    for _ in 0..200 {
-        if server.requests().len() >= n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the server saw {} requests", server.requests().len());
-}
-
 #[tokio::test]
 async fn the_turn_takes_over_the_request_started_in_the_pause() {
     let server = ScriptedServer::start(vec![
@@ -59,7 +48,10 @@ async fn the_turn_takes_over_the_request_started_in_the_pause() {
     .unwrap();
     let client = client(&server.base_url());
     client.anticipate(asking("what time is it"), Vec::new());
-    requests_reach(&server, 1).await;
+    server
+        .wait_for_requests(1, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(
         answer(&client, &asking("what time is it")).await,
         "Hello from the pause."
@@ -82,7 +74,10 @@ async fn other_words_drop_the_anticipation_and_ask_for_themselves() {
     .unwrap();
     let client = client(&server.base_url());
     client.anticipate(asking("I was thinking"), Vec::new());
-    requests_reach(&server, 1).await;
+    server
+        .wait_for_requests(1, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!(
         answer(&client, &asking("I was thinking maybe we could go out")).await,
         "For the whole sentence."
@@ -106,10 +101,16 @@ async fn a_cancelled_or_replaced_anticipation_is_not_used() {
     .unwrap();
     let client = client(&server.base_url());
     client.anticipate(asking("one"), Vec::new());
-    requests_reach(&server, 1).await;
+    server
+        .wait_for_requests(1, Duration::from_secs(5))
+        .await
+        .unwrap();
     // A later pause replaces the earlier anticipation.
     client.anticipate(asking("one two"), Vec::new());
-    requests_reach(&server, 2).await;
+    server
+        .wait_for_requests(2, Duration::from_secs(5))
+        .await
+        .unwrap();
     client.cancel_anticipation();
     assert_eq!(answer(&client, &asking("one two")).await, "Asked afresh.");
     assert_eq!(server.requests().len(), 3);
@@ -129,7 +130,10 @@ async fn side_requests_leave_the_anticipation_alone() {
     .unwrap();
     let client = client(&server.base_url());
     client.anticipate(asking("hello"), Vec::new());
-    requests_reach(&server, 1).await;
+    server
+        .wait_for_requests(1, Duration::from_secs(5))
+        .await
+        .unwrap();
     // A memory extraction or a summary in the meantime.
     let side = client.complete(&asking("extract facts")).await.unwrap();
     assert_eq!(side, "{\"add\": []}");
