@@ -92,7 +92,14 @@ fn clips_at_different_rates_play_strictly_in_order() {
     out.play(clip(Audio::new(Vec::new(), 22050), "empty", &log))
         .unwrap();
     futures::executor::block_on(out.drained());
-    assert!(started.elapsed() >= Duration::from_millis(1000));
+    // 1.0 s of audio in all. The device's pull clock may run a few tens of milliseconds ahead of the wall
+    // clock when PulseAudio fills its buffer at the start, so the bound leaves 10 %: what it catches is
+    // `drained()` resolving when clips were queued or skipped, not when they were heard.
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(900),
+        "drained after {elapsed:?}"
+    );
     assert_eq!(
         names(&log),
         vec![
