@@ -347,6 +347,8 @@ export type Op_Deserialize =
  *  words uses it, anything else drops it.
  */
 { type: "speech_paused"; transcript: string } | 
+/**  The user went on after `speech_paused`: the answer started for the pause's words is dropped. */
+{ type: "speech_resumed" } | 
 /**  The user stopped speaking and ASR finished. An empty transcript (noise) starts no turn. */
 { type: "speech_ended"; transcript: string; 
 /**  How long ASR took after the end of the turn was decided. */
@@ -415,6 +417,8 @@ export type Op_Serialize =
  *  words uses it, anything else drops it.
  */
 { type: "speech_paused"; transcript: string } | 
+/**  The user went on after `speech_paused`: the answer started for the pause's words is dropped. */
+{ type: "speech_resumed" } | 
 /**  The user stopped speaking and ASR finished. An empty transcript (noise) starts no turn. */
 { type: "speech_ended"; transcript: string; 
 /**  How long ASR took after the end of the turn was decided. */

@@ -98,6 +98,11 @@ pub enum SegmenterEvent {
     /// The speaker paused: the utterance so far (its `ended_by` is [`TurnEnd::Paused`]), for speculative
     /// recognition. If the turn then ends without more speech, the final segment has the same words.
     Pause(SpeechSegment),
+    /// The speaker went on after a [`SegmenterEvent::Pause`] (speech again at `at`): the pause's words
+    /// are stale, and work started on them can stop.
+    Resumed {
+        at: Duration,
+    },
 }
 
 /// The utterance being collected.
@@ -350,7 +355,12 @@ impl<V: VoiceActivity> Segmenter<V> {
         if probability >= self.release_threshold {
             active.last_speech = index;
             active.asked_at = None;
-            active.offered = false;
+            if active.offered {
+                active.offered = false;
+                events.push(SegmenterEvent::Resumed {
+                    at: frame_time(index),
+                });
+            }
         }
         if let Some(after) = self.speculate_frames
             && !active.offered

@@ -36,7 +36,9 @@ fn detections(probabilities: &[f32]) -> (Vec<usize>, usize, usize) {
             match event {
                 SegmenterEvent::SpeechStarted { .. } => starts += 1,
                 SegmenterEvent::Segment(_) => segments += 1,
-                SegmenterEvent::SpeechEnded { .. } | SegmenterEvent::Pause(_) => {}
+                SegmenterEvent::SpeechEnded { .. }
+                | SegmenterEvent::Pause(_)
+                | SegmenterEvent::Resumed { .. } => {}
             }
         }
     }

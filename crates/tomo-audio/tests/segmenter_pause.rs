@@ -20,6 +20,19 @@ impl VoiceActivity for Scripted {
 }
 
 fn run(runs: &[(usize, f32)]) -> (Vec<SpeechSegment>, Vec<SpeechSegment>) {
+    let (mut pauses, mut segments) = (Vec::new(), Vec::new());
+    for event in events(runs) {
+        match event {
+            SegmenterEvent::Pause(snapshot) => pauses.push(snapshot),
+            SegmenterEvent::Segment(segment) => segments.push(segment),
+            _ => {}
+        }
+    }
+    (pauses, segments)
+}
+
+/// Every event of the scripted run, in order.
+fn events(runs: &[(usize, f32)]) -> Vec<SegmenterEvent> {
     let probabilities: Vec<f32> = runs
         .iter()
         .flat_map(|&(n, p)| std::iter::repeat_n(p, n))
@@ -35,17 +48,24 @@ fn run(runs: &[(usize, f32)]) -> (Vec<SpeechSegment>, Vec<SpeechSegment>) {
         ..SegmenterConfig::default()
     };
     let mut segmenter = Segmenter::new(Scripted(probabilities, 0), &config);
-    let (mut pauses, mut segments) = (Vec::new(), Vec::new());
+    let mut events = Vec::new();
     for _ in 0..frames {
-        for event in segmenter.push(&[0.0; FRAME_SAMPLES]).unwrap() {
-            match event {
-                SegmenterEvent::Pause(snapshot) => pauses.push(snapshot),
-                SegmenterEvent::Segment(segment) => segments.push(segment),
-                _ => {}
-            }
-        }
+        events.extend(segmenter.push(&[0.0; FRAME_SAMPLES]).unwrap());
     }
-    (pauses, segments)
+    events
+}
+
+/// What each event is, in order (`P` pause, `R` resumed, `S` segment), speech starts and ends left out.
+fn kinds(events: &[SegmenterEvent]) -> String {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            SegmenterEvent::Pause(_) => Some('P'),
+            SegmenterEvent::Resumed { .. } => Some('R'),
+            SegmenterEvent::Segment(_) => Some('S'),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]
@@ -72,6 +92,29 @@ fn speech_after_the_pause_makes_the_offer_stale_and_a_new_pause_offers_again() {
     assert_eq!(segments.len(), 1);
     assert_ne!(pauses[0].speech_end, segments[0].speech_end, "stale");
     assert_eq!(pauses[1].speech_end, segments[0].speech_end);
+}
+
+#[test]
+fn speech_after_an_offered_pause_says_the_offer_went_stale_where_it_resumed() {
+    // 5 frames of silence, 10 of speech, a pause of 5, 10 more of speech, then the end.
+    let all = events(&[(5, 0.0), (10, 0.9), (5, 0.0), (10, 0.9), (15, 0.0)]);
+    assert_eq!(kinds(&all), "PRPS");
+    let resumed = all.iter().find_map(|event| match event {
+        SegmenterEvent::Resumed { at } => Some(*at),
+        _ => None,
+    });
+    assert_eq!(resumed, Some(FRAME_DURATION * 20));
+    // A gap shorter than the offer's silence offers nothing, so nothing goes stale.
+    assert_eq!(
+        kinds(&events(&[
+            (5, 0.0),
+            (10, 0.9),
+            (2, 0.0),
+            (10, 0.9),
+            (15, 0.0)
+        ])),
+        "PS"
+    );
 }
 
 #[test]

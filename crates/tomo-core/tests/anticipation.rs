@@ -128,3 +128,30 @@ async fn other_words_at_the_end_of_the_turn_ask_for_themselves() {
     // (It is retried, as any failed request.)
     assert!(server.requests().len() > 3);
 }
+
+#[tokio::test]
+async fn the_user_going_on_after_the_pause_drops_what_the_pause_started() {
+    let server = ScriptedServer::start(vec![
+        script::text_reply_with_delay("For the pause.", Duration::from_millis(300), Duration::ZERO),
+        script::text_reply("Asked afresh."),
+    ])
+    .await
+    .unwrap();
+    let (_dir, session, mut events) = text_session(&server).await;
+    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
+
+    session.send(paused("I was thinking")).await.unwrap();
+    server
+        .wait_for_requests(1, Duration::from_secs(5))
+        .await
+        .unwrap();
+    session.send(Op::SpeechResumed).await.unwrap();
+    // The same words at the end (what was said after the pause was not words): had the pause's request
+    // survived the user going on, the turn would take it over and answer "For the pause.".
+    session.send(ended("I was thinking")).await.unwrap();
+    let seen = collect_until(&mut events, is_idle).await;
+    assert_eq!(finished_text(&seen), "Asked afresh.");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(user_words(&sent[1]), vec!["I was thinking"]);
+}

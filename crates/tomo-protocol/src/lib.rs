@@ -21,6 +21,8 @@ pub enum Op {
     /// yet. The session may start the answer's request for these words; `speech_ended` with the same
     /// words uses it, anything else drops it.
     SpeechPaused { transcript: String },
+    /// The user went on after `speech_paused`: the answer started for the pause's words is dropped.
+    SpeechResumed,
     /// The user stopped speaking and ASR finished. An empty transcript (noise) starts no turn.
     SpeechEnded {
         transcript: String,

@@ -1,18 +1,21 @@
 //! Speech recognition on its own thread, so capture never waits for ASR. Utterances come in two kinds:
 //! a speculative snapshot taken when the speaker paused, and the final segment once the end of the turn
 //! is decided. When the final segment holds the same words as the last snapshot (same start, same end of
-//! speech), the snapshot's transcript is used and the user waits only for what is left of it.
+//! speech), the snapshot's transcript is used and the user waits only for what is left of it. When the
+//! speaker goes on after the pause, the snapshot's recognition stops midway ([`AsrJobs::speech_went_on`]),
+//! so the cores are free for the words that follow.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SendError, Sender, channel};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tomo_audio::SpeechSegment;
 use tomo_protocol::Op;
-use tomo_speech::asr::{AsrError, SpeechToText};
+use tomo_speech::asr::{AsrError, SpeechToText, Stale};
 
 use crate::notices::{Notice, Notify};
 
@@ -42,19 +45,36 @@ impl Speculation {
     }
 }
 
+/// The recognizer thread's inbox.
+pub struct AsrJobs {
+    jobs: Sender<AsrJob>,
+    /// Counts the times the speaker went on after a pause; a snapshot's recognition started at another
+    /// count is stale.
+    went_on: Arc<AtomicU64>,
+}
+
+impl AsrJobs {
+    pub fn send(&self, job: AsrJob) -> Result<(), SendError<AsrJob>> {
+        self.jobs.send(job)
+    }
+
+    /// The speaker went on after the pause: the snapshot being recognised (if any) is stale.
+    pub fn speech_went_on(&self) {
+        self.went_on.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// Starts the recognizer thread; it ends when the job sender or the session goes away. The recognizer
 /// is warmed up first (one short decode), so the first real utterance does not pay for loading.
-pub fn spawn_asr(
-    asr: Arc<dyn SpeechToText>,
-    ops: mpsc::Sender<Op>,
-    notify: Notify,
-) -> Sender<AsrJob> {
+pub fn spawn_asr(asr: Arc<dyn SpeechToText>, ops: mpsc::Sender<Op>, notify: Notify) -> AsrJobs {
     let (jobs, rx) = channel();
+    let went_on = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&went_on);
     thread::spawn(move || {
         warm_up(&*asr);
-        serve(&*asr, &rx, &ops, &*notify);
+        serve(&*asr, &rx, &counter, &ops, &*notify);
     });
-    jobs
+    AsrJobs { jobs, went_on }
 }
 
 fn warm_up(asr: &dyn SpeechToText) {
@@ -72,6 +92,7 @@ fn warm_up(asr: &dyn SpeechToText) {
 fn serve(
     asr: &dyn SpeechToText,
     jobs: &Receiver<AsrJob>,
+    went_on: &Arc<AtomicU64>,
     ops: &mpsc::Sender<Op>,
     notify: &(dyn Fn(Notice) + Send + Sync),
 ) {
@@ -94,7 +115,17 @@ fn serve(
                 if !queue.is_empty() {
                     continue;
                 }
-                let text = asr.transcribe(&snapshot.samples).map(|t| t.text);
+                let at = went_on.load(Ordering::SeqCst);
+                let counter = Arc::clone(went_on);
+                let stale: Stale = Arc::new(move || counter.load(Ordering::SeqCst) != at);
+                let text = match asr.transcribe_unless(&snapshot.samples, &stale) {
+                    Err(AsrError::GivenUp) => {
+                        tracing::debug!("the speaker went on; the pause's recognition stopped");
+                        speculation = None;
+                        continue;
+                    }
+                    other => other.map(|t| t.text),
+                };
                 // The session may start the answer for these words while the end of the turn is
                 // still being decided (unless newer audio already made them stale).
                 queue.extend(jobs.try_iter());
@@ -191,7 +222,7 @@ mod tests {
         }
         drop(tx);
         let (ops_tx, mut ops_rx) = mpsc::channel(8);
-        serve(&asr, &rx, &ops_tx, &|_| {});
+        serve(&asr, &rx, &Arc::default(), &ops_tx, &|_| {});
         let mut ops = Vec::new();
         while let Ok(op) = ops_rx.try_recv() {
             ops.push(op);
@@ -222,7 +253,7 @@ mod tests {
             .unwrap();
         let shared = &asr;
         let worker = std::thread::scope(|scope| {
-            let handle = scope.spawn(move || serve(shared, &rx, &ops_tx, &|_| {}));
+            let handle = scope.spawn(move || serve(shared, &rx, &Arc::default(), &ops_tx, &|_| {}));
             while asr.0.lock().unwrap().is_empty() {
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -268,5 +299,55 @@ mod tests {
         assert!(
             matches!(&ops[0], Op::SpeechEnded { transcript, .. } if transcript == "3000 samples")
         );
+    }
+
+    /// Recognises like [`Counting`], and the speaker goes on while it does (as `listen` reports it).
+    struct GoesOnMeanwhile {
+        counting: Counting,
+        went_on: Arc<AtomicU64>,
+    }
+
+    impl SpeechToText for GoesOnMeanwhile {
+        fn name(&self) -> &str {
+            "goes on meanwhile"
+        }
+
+        fn transcribe(&self, samples: &[f32]) -> Result<Transcript, AsrError> {
+            self.went_on.fetch_add(1, Ordering::SeqCst);
+            self.counting.transcribe(samples)
+        }
+    }
+
+    #[test]
+    fn a_pause_the_speaker_talks_through_is_given_up_and_not_offered() {
+        let went_on = Arc::new(AtomicU64::new(0));
+        let asr = GoesOnMeanwhile {
+            counting: Counting::default(),
+            went_on: Arc::clone(&went_on),
+        };
+        let (tx, rx) = channel();
+        let (ops_tx, mut ops_rx) = mpsc::channel(8);
+        tx.send(AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)))
+            .unwrap();
+        let (shared, counter) = (&asr, &went_on);
+        let worker = std::thread::scope(|scope| {
+            let handle = scope.spawn(move || serve(shared, &rx, counter, &ops_tx, &|_| {}));
+            // Sent once the snapshot is being recognised (queued with it, it would be skipped unread).
+            while asr.counting.0.lock().unwrap().is_empty() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            tx.send(last_speculation_then_final(1_000)).unwrap();
+            drop(tx);
+            handle.join()
+        });
+        worker.unwrap();
+        // No `speech_paused` for stale words, and the final segment is recognised afresh even though
+        // it has the snapshot's start and end (the given-up snapshot has no transcript to reuse).
+        assert_eq!(*asr.counting.0.lock().unwrap(), vec![2_500, 3_000]);
+        match ops_rx.try_recv().unwrap() {
+            Op::SpeechEnded { transcript, .. } => assert_eq!(transcript, "3000 samples"),
+            other => panic!("{other:?}"),
+        }
+        assert!(ops_rx.try_recv().is_err());
     }
 }

@@ -19,7 +19,7 @@ use tomo_audio::{
 use tomo_protocol::{Event, Op, SessionState};
 use tomo_speech::asr::SpeechToText;
 
-use crate::asr_worker::{AsrJob, spawn_asr};
+use crate::asr_worker::{AsrJob, AsrJobs, spawn_asr};
 use crate::notices::{Notice, Notify};
 use crate::voice;
 
@@ -159,7 +159,7 @@ struct FrontEnd {
     barge_in: BargeInConfig,
     ops: mpsc::Sender<Op>,
     flags: ListenFlags,
-    asr: std::sync::mpsc::Sender<AsrJob>,
+    asr: AsrJobs,
     utterance: Option<Utterance>,
     was_speaking: bool,
 }
@@ -249,6 +249,14 @@ impl FrontEnd {
             SegmenterEvent::Pause(snapshot) => {
                 if self.utterance.is_some_and(|u| u.announced) {
                     let _ = self.asr.send(AsrJob::Speculate(snapshot));
+                }
+            }
+            SegmenterEvent::Resumed { .. } => {
+                // The pause's words are stale: stop recognising them, and the session drops the
+                // answer it started for them.
+                self.asr.speech_went_on();
+                if self.utterance.is_some_and(|u| u.announced) {
+                    let _ = self.ops.blocking_send(Op::SpeechResumed);
                 }
             }
             SegmenterEvent::Segment(segment) => {

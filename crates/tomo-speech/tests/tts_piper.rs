@@ -46,6 +46,22 @@ fn speaks_sentences_at_the_configured_rate() {
     }
 }
 
+/// The voice pads each sentence with ~40 ms of silence; it is cut, so the first sentence of an answer
+/// is heard that much sooner.
+#[test]
+fn a_sentence_sounds_from_its_first_milliseconds() {
+    let Some(tts) = piper(1.0) else { return };
+    for text in SENTENCES {
+        let audio = tts.synthesize(text).unwrap();
+        let first = audio.samples.iter().position(|s| s.abs() > 0.003).unwrap();
+        let lead_ms = first as f64 * 1000.0 / f64::from(audio.sample_rate);
+        assert!(
+            lead_ms <= 12.0,
+            "{lead_ms:.1} ms of silence before {text:?}"
+        );
+    }
+}
+
 #[test]
 fn faster_speed_gives_shorter_audio() {
     let (Some(normal), Some(fast)) = (piper(1.0), piper(1.5)) else {

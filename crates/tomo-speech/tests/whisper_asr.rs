@@ -5,7 +5,10 @@
 mod common;
 
 use common::{Voice, speak, store_file};
-use tomo_speech::asr::{AsrError, SpeechToText, WhisperAsr, WhisperConfig, word_error_rate};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tomo_speech::asr::{AsrError, SpeechToText, Stale, WhisperAsr, WhisperConfig, word_error_rate};
 
 // Thresholds set after measuring on this machine (62 words): tiny.en and base on flite 0.015 (one word,
 // "read" → "write"), tiny.en on espeak-ng 0.108. They leave room for a few words, not for a broken model.
@@ -114,6 +117,37 @@ fn base_transcribes_short_turns() {
     // espeak-ng's robotic voice varies between runs (0.18-0.27 measured, 22 words): a bound for a broken
     // window, not for a word or two.
     assert!(espeak < 0.35, "espeak-ng: WER {espeak:.3}");
+}
+
+/// The speaker went on while the pause's words were being recognised: whisper stops midway instead of
+/// holding both cores for words nobody will use. Until the words go stale it reads as `transcribe`.
+#[test]
+fn a_recognition_gives_up_midway_once_its_words_go_stale() {
+    let Some(asr) = engine(
+        "ggml-base.bin",
+        "a_recognition_gives_up_midway_once_its_words_go_stale",
+    ) else {
+        return;
+    };
+    let sentence = SENTENCES[0];
+    let audio = speak(Voice::FliteSlt, sentence);
+    let never: Stale = Arc::new(|| false);
+    let heard = asr.transcribe_unless(&audio, &never).unwrap().text;
+    assert_eq!(heard, asr.transcribe(&audio).unwrap().text);
+    assert!(word_error_rate(sentence, &heard) < 0.2, "{heard:?}");
+
+    // Stale after whisper has asked a few times, i.e. in the middle of the encoder's graph.
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&asked);
+    let midway: Stale = Arc::new(move || counter.fetch_add(1, Ordering::SeqCst) >= 3);
+    assert!(matches!(
+        asr.transcribe_unless(&audio, &midway),
+        Err(AsrError::GivenUp)
+    ));
+    let asked_then = asked.load(Ordering::SeqCst);
+    assert!(asked_then >= 4, "whisper asked {asked_then} times");
+    // The engine is fine afterwards.
+    assert_eq!(asr.transcribe(&audio).unwrap().text, heard);
 }
 
 /// beckett.wav is Samuel Beckett's well-known line (public text, so its WER is measurable); clone-test.wav

@@ -380,6 +380,8 @@ impl Coordinator {
                 self.start_turn(text, None, Some(waited), before_turn);
             }
             Op::SpeechPaused { transcript } => self.anticipate(transcript).await,
+            // The pause's words were not the turn's: their request would only cost.
+            Op::SpeechResumed => self.drop_anticipation().await,
             Op::Interrupt => {
                 if let Some(active) = &self.current {
                     active.cancel.cancel();

@@ -27,7 +27,13 @@ pub enum AsrError {
     Failed(String),
     #[error("speech service error: {0}")]
     Service(String),
+    /// The caller said the words went stale (the speaker went on) while they were being recognised.
+    #[error("transcription given up: the speech it was for went on")]
+    GivenUp,
 }
+
+/// Asked while a recognition runs: `true` once its result is no longer wanted.
+pub type Stale = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// A speech recognizer. `transcribe` is blocking and CPU-heavy: call it off the async runtime
 /// (`tokio::task::spawn_blocking`).
@@ -35,4 +41,15 @@ pub trait SpeechToText: Send + Sync {
     fn name(&self) -> &str;
     /// `samples`: 16 kHz mono in `[-1, 1]`.
     fn transcribe(&self, samples: &[f32]) -> Result<Transcript, AsrError>;
+
+    /// Like [`SpeechToText::transcribe`], but gives up with [`AsrError::GivenUp`] as soon as `stale`
+    /// says so, freeing the cores for the words that made it stale. Engines that cannot stop midway
+    /// finish and check once at the end.
+    fn transcribe_unless(&self, samples: &[f32], stale: &Stale) -> Result<Transcript, AsrError> {
+        let transcript = self.transcribe(samples)?;
+        if stale() {
+            return Err(AsrError::GivenUp);
+        }
+        Ok(transcript)
+    }
 }

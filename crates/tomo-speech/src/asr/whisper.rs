@@ -7,7 +7,7 @@ use whisper_rs::{
     FullParams, SamplingStrategy, WhisperContext, WhisperContextParameters, WhisperState,
 };
 
-use super::{AsrError, SpeechToText, Transcript};
+use super::{AsrError, SpeechToText, Stale, Transcript};
 
 /// Less than this (100 ms at 16 kHz) cannot hold a word; whisper.cpp would only hallucinate on it.
 const MIN_SAMPLES: usize = 1_600;
@@ -180,6 +180,7 @@ impl WhisperAsr {
         samples: &[f32],
         language: Option<&str>,
         window: i32,
+        stale: Option<&Stale>,
     ) -> Result<String, AsrError> {
         let strategy = match self.config.beam_size {
             Some(width) if width > 1 => SamplingStrategy::BeamSearch {
@@ -205,10 +206,26 @@ impl WhisperAsr {
         params.set_print_progress(false);
         params.set_print_realtime(false);
         params.set_print_timestamps(false);
+        if let Some(stale) = stale {
+            // ggml asks between the graph's nodes (encoder and decoder), so a stale decode stops within
+            // milliseconds. (whisper-rs' `set_abort_callback_safe` calls its boxed closure through the
+            // wrong type and crashes, hence the plain C callback.)
+            #[allow(unsafe_code)]
+            // SAFETY: `user_data` points at `stale`, which outlives `state.full` below (the only call
+            // that uses these params), and `ask_stale` only reads it.
+            unsafe {
+                params.set_abort_callback(Some(ask_stale));
+                params.set_abort_callback_user_data(
+                    std::ptr::from_ref::<Stale>(stale).cast_mut().cast(),
+                );
+            }
+        }
 
-        state
-            .full(params, samples)
-            .map_err(|e| AsrError::Failed(format!("whisper.cpp: {e}")))?;
+        let done = state.full(params, samples);
+        if stale.is_some_and(|stale| stale()) {
+            return Err(AsrError::GivenUp);
+        }
+        done.map_err(|e| AsrError::Failed(format!("whisper.cpp: {e}")))?;
         let mut text = String::new();
         for segment in state.as_iter() {
             tracing::trace!(
@@ -239,6 +256,16 @@ impl SpeechToText for WhisperAsr {
     }
 
     fn transcribe(&self, samples: &[f32]) -> Result<Transcript, AsrError> {
+        self.recognize(samples, None)
+    }
+
+    fn transcribe_unless(&self, samples: &[f32], stale: &Stale) -> Result<Transcript, AsrError> {
+        self.recognize(samples, Some(stale))
+    }
+}
+
+impl WhisperAsr {
+    fn recognize(&self, samples: &[f32], stale: Option<&Stale>) -> Result<Transcript, AsrError> {
         let language = if self.multilingual {
             self.config.language.clone()
         } else {
@@ -259,13 +286,14 @@ impl SpeechToText for WhisperAsr {
             samples,
             language.as_deref(),
             audio_context(samples.len()),
+            stale,
         )?;
         // A shortened window occasionally sends whisper into a loop (the same sentence seven times). Speech
         // is rarely faster than ~4 words per second: more than that means a loop, so decode again with the
         // full 30 s window (0 = the model's own size).
         if looks_like_a_loop(&text, samples.len()) {
             tracing::debug!(%text, "whisper output looks like a loop; decoding with the full window");
-            text = self.run(&mut state, samples, language.as_deref(), 0)?;
+            text = self.run(&mut state, samples, language.as_deref(), 0, stale)?;
         }
         let detected = if self.multilingual && language.is_none() {
             whisper_rs::get_lang_str(state.full_lang_id_from_state()).map(str::to_string)
@@ -277,6 +305,15 @@ impl SpeechToText for WhisperAsr {
             language: detected,
         })
     }
+}
+
+/// whisper.cpp's abort hook: `user_data` is the `&Stale` of the decode in progress (set in `run`).
+extern "C" fn ask_stale(user_data: *mut std::ffi::c_void) -> bool {
+    #[allow(unsafe_code)]
+    // SAFETY: `run` points `user_data` at a `Stale` that lives until `state.full` returns, and whisper
+    // calls this only during that call.
+    let stale = unsafe { &*user_data.cast::<Stale>() };
+    stale()
 }
 
 fn rms(samples: &[f32]) -> f32 {

@@ -13,6 +13,7 @@ pub mod kokoro;
 pub mod phonemes;
 pub mod piper;
 mod text;
+mod trim;
 
 use std::path::Path;
 

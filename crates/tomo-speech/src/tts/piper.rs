@@ -14,7 +14,7 @@ use tomo_onnx::ort::session::Session;
 use tomo_onnx::ort::value::Tensor;
 
 use super::phonemes::{Espeak, PhonemeIdMap};
-use super::{TextToSpeech, TtsError, text};
+use super::{TextToSpeech, TtsError, text, trim};
 
 /// Longest phoneme string given to the model at once. Piper voices are trained on sentences; much longer
 /// inputs cost quadratic attention time and drift in prosody, so long sentences are cut at clause and word
@@ -335,6 +335,8 @@ impl TextToSpeech for PiperTts {
                 .samples
                 .extend(self.synthesize_phonemes(&piece)?.samples);
         }
+        // The voice opens every sentence with ~40 ms of silence; the silences between pieces stay.
+        trim::trim_lead(&mut audio.samples, self.config.sample_rate);
         Ok(audio)
     }
 }

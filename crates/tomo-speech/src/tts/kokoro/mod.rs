@@ -26,18 +26,15 @@ use japanese::JapaneseFrontend;
 use mandarin::MandarinFrontend;
 
 use super::piper::check_speed;
-use super::{TextToSpeech, TtsError, text};
+use super::{TextToSpeech, TtsError, text, trim};
 
 pub const SAMPLE_RATE: u32 = 24_000;
 
-/// Silence kept before the first and after the last sound of a piece: the model pads generously, and
-/// leading silence is latency the listener hears.
-const KEEP_BEFORE_S: f32 = 0.03;
+/// Silence kept after the last sound of a piece (the model pads generously; the lead is cut by
+/// [`trim::trim_lead`]).
 const KEEP_AFTER_S: f32 = 0.15;
 /// Phonemes of the run made at load ("hello"), in every language's vocabulary.
 const WARM_UP: &str = "həlˈO.";
-/// Below this level a sample counts as silence when trimming.
-const SILENCE: f32 = 0.01;
 
 /// The language a voice speaks, from the first letter of its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,7 +269,8 @@ impl KokoroTts {
         }
         tokens.ids.truncate(MAX_TOKENS);
         let mut samples = self.run(&tokens.ids)?;
-        trim_silence(&mut samples);
+        trim::trim_lead(&mut samples, SAMPLE_RATE);
+        trim::trim_tail(&mut samples, SAMPLE_RATE, KEEP_AFTER_S);
         Ok(Audio::new(samples, SAMPLE_RATE))
     }
 
@@ -321,23 +319,6 @@ impl TextToSpeech for KokoroTts {
     }
 }
 
-/// Cuts the silence before the first and after the last sound down to [`KEEP_BEFORE_S`] /
-/// [`KEEP_AFTER_S`]. Audio without any sound is left as it is.
-fn trim_silence(samples: &mut Vec<f32>) {
-    let loud = |s: &f32| s.abs() > SILENCE;
-    let (Some(first), Some(last)) = (
-        samples.iter().position(loud),
-        samples.iter().rposition(loud),
-    ) else {
-        return;
-    };
-    let before = (KEEP_BEFORE_S * SAMPLE_RATE as f32) as usize;
-    let after = (KEEP_AFTER_S * SAMPLE_RATE as f32) as usize;
-    let end = (last + after).min(samples.len());
-    samples.truncate(end);
-    samples.drain(..first.saturating_sub(before));
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,23 +336,6 @@ mod tests {
         assert_eq!(Language::of_voice("zf_xiaoxiao"), Some(Language::Mandarin));
         assert_eq!(Language::of_voice("jf_alpha"), Some(Language::Japanese));
         assert_eq!(Language::of_voice("ef_dora"), None);
-    }
-
-    #[test]
-    fn trimming_keeps_a_little_silence_around_the_sound() {
-        let rate = SAMPLE_RATE as usize;
-        let mut samples = vec![0.0; rate];
-        samples.extend(vec![0.5; rate / 10]);
-        samples.extend(vec![0.0; rate]);
-        trim_silence(&mut samples);
-        let expected = (KEEP_BEFORE_S * SAMPLE_RATE as f32) as usize
-            + rate / 10
-            + (KEEP_AFTER_S * SAMPLE_RATE as f32) as usize
-            - 1;
-        assert_eq!(samples.len(), expected);
-        let mut silent = vec![0.0; 100];
-        trim_silence(&mut silent);
-        assert_eq!(silent.len(), 100);
     }
 
     #[test]
