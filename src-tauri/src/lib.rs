@@ -62,9 +62,12 @@ struct Args {
 
 /// Runs the app until it quits. Returns only when it could not start.
 pub fn run() -> ExitCode {
+    // whisper.cpp logs "failed to encode" at error each time a stale recognition is stopped on purpose
+    // (the speaker went on after a pause); its real failures come back as errors the session reports.
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,whisper_rs=off".into()),
         )
         .with_writer(std::io::stderr)
         .init();

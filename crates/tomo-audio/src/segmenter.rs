@@ -40,6 +40,10 @@ pub struct SegmenterConfig {
     /// ([`SegmenterEvent::Pause`]), so ASR runs while the end of the turn is still being decided.
     /// `None`: no speculation.
     pub speculate_after: Option<Duration>,
+    /// While no utterance is open, frames below [`QUIET_RMS`] count as silence without asking the VAD
+    /// model (most of what idle listening costs). Off, every frame goes through the model (a scripted
+    /// VAD in tests answers one probability per frame).
+    pub skip_quiet: bool,
 }
 
 impl Default for SegmenterConfig {
@@ -55,6 +59,7 @@ impl Default for SegmenterConfig {
             max_segment: Duration::from_secs(30),
             turn: TurnConfig::default(),
             speculate_after: None,
+            skip_quiet: false,
         }
     }
 }
@@ -81,6 +86,15 @@ pub struct SpeechSegment {
     pub speech_end: Duration,
     /// What ended it.
     pub ended_by: TurnEnd,
+}
+
+/// RMS below which a frame cannot hold speech: -60 dBFS, under a quiet room's microphone floor and far
+/// above the digital silence of an idle or muted device.
+pub const QUIET_RMS: f32 = 0.001;
+
+fn is_quiet(frame: &[f32]) -> bool {
+    let energy: f32 = frame.iter().map(|s| s * s).sum();
+    energy < QUIET_RMS * QUIET_RMS * frame.len() as f32
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -149,6 +163,7 @@ pub struct Segmenter<V> {
     turn_config: TurnConfig,
     turn: Option<TurnModel>,
     speculate_frames: Option<u64>,
+    skip_quiet: bool,
     /// The speech probability of the last hands-free frame (for a barge-in gate).
     last_probability: f32,
 }
@@ -185,6 +200,7 @@ impl<V: VoiceActivity> Segmenter<V> {
             turn_config: config.turn.clone(),
             turn: None,
             speculate_frames: config.speculate_after.map(|d| frames_for(d).max(1)),
+            skip_quiet: config.skip_quiet,
             last_probability: 0.0,
         }
     }
@@ -296,7 +312,14 @@ impl<V: VoiceActivity> Segmenter<V> {
                 self.force_cut_if_long(index, &mut events);
             }
             ListenMode::HandsFree => {
-                let probability = self.vad.speech_probability(frame)?;
+                // Nothing below the quiet level is speech, so while no utterance is open the model is
+                // not asked: it is most of what idle listening costs. Inside an utterance every frame
+                // is asked, so the end of the turn is timed as before.
+                let probability = if self.skip_quiet && self.active.is_none() && is_quiet(frame) {
+                    0.0
+                } else {
+                    self.vad.speech_probability(frame)?
+                };
                 self.last_probability = probability;
                 self.hands_free(index, frame, probability, &mut events);
             }

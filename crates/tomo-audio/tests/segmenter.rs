@@ -317,3 +317,29 @@ fn frames_of_the_wrong_length_are_an_error() {
         }
     );
 }
+
+#[test]
+fn quiet_frames_skip_the_model_only_while_no_utterance_is_open() {
+    // Frames 0-9 digital silence, 10-29 sound (the model says speech), 30-59 silence again.
+    let mut vad = Scripted::new(script(&[(20, 0.9), (30, 0.1)]));
+    let quiet = SegmenterConfig {
+        skip_quiet: true,
+        ..config()
+    };
+    let mut segmenter = Segmenter::new(&mut vad, &quiet);
+    let mut events = Vec::new();
+    for i in 0..60 {
+        let samples = if (10..30).contains(&i) {
+            vec![0.2; FRAME_SAMPLES]
+        } else {
+            vec![0.0; FRAME_SAMPLES]
+        };
+        events.extend(segmenter.push(&samples).unwrap());
+    }
+    let found = segments(&events);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].speech_end, at(30));
+    // The leading silence never reached the model; inside the utterance every frame did, up to the
+    // hangover (10 frames) that ended it; after it, silence skips the model again.
+    assert_eq!(vad.calls, 20 + 10);
+}

@@ -135,9 +135,12 @@ fn run_async<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
 /// Logs go to stderr (stdout carries the conversation or JSON events); `RUST_LOG` adjusts the level.
 fn init_tracing() {
     use std::io::IsTerminal;
-    // async-openai logs every 5xx body at warn; our own error event already says it, once.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,async_openai=error"));
+    // async-openai logs every 5xx body at warn; our own error event already says it, once. whisper.cpp
+    // logs "failed to encode" at error each time a stale recognition is stopped on purpose (the speaker
+    // went on after a pause); its real failures come back as errors the session reports.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("warn,async_openai=error,whisper_rs=off")
+    });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

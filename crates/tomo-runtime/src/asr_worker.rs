@@ -70,10 +70,16 @@ pub fn spawn_asr(asr: Arc<dyn SpeechToText>, ops: mpsc::Sender<Op>, notify: Noti
     let (jobs, rx) = channel();
     let went_on = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&went_on);
-    thread::spawn(move || {
-        warm_up(&*asr);
-        serve(&*asr, &rx, &counter, &ops, &*notify);
-    });
+    let spawned = thread::Builder::new()
+        .name("tomo-asr".into())
+        .spawn(move || {
+            warm_up(&*asr);
+            serve(&*asr, &rx, &counter, &ops, &*notify);
+        });
+    if let Err(error) = spawned {
+        // The job sender then reports every utterance as dropped (`listen` logs it).
+        tracing::error!(%error, "cannot start the speech recognizer thread");
+    }
     AsrJobs { jobs, went_on }
 }
 

@@ -126,20 +126,24 @@ pub fn start_listening(
     }
     let asr = spawn_asr(listener.asr, ops.clone(), Arc::clone(&notify));
     let gate = BargeInGate::new(&listener.barge_in);
-    thread::spawn(move || {
-        let _capture = capture; // keep the device open as long as this thread runs
-        let mut front = FrontEnd {
-            segmenter,
-            gate,
-            barge_in: listener.barge_in,
-            ops,
-            flags,
-            asr,
-            utterance: None,
-            was_speaking: false,
-        };
-        front.run(&streams, &*notify);
-    });
+    // Named, so a profile of the idle app tells the VAD's thread from the async runtime's.
+    thread::Builder::new()
+        .name("tomo-listen".into())
+        .spawn(move || {
+            let _capture = capture; // keep the device open as long as this thread runs
+            let mut front = FrontEnd {
+                segmenter,
+                gate,
+                barge_in: listener.barge_in,
+                ops,
+                flags,
+                asr,
+                utterance: None,
+                was_speaking: false,
+            };
+            front.run(&streams, &*notify);
+        })
+        .map_err(|_| CaptureError::ThreadGone)?;
     Ok(name)
 }
 

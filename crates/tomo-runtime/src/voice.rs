@@ -104,6 +104,7 @@ pub fn vad(store: &ModelStore) -> anyhow::Result<SileroVad> {
 pub fn segmenter_config() -> SegmenterConfig {
     SegmenterConfig {
         speculate_after: Some(std::time::Duration::from_millis(32)),
+        skip_quiet: true,
         ..SegmenterConfig::default()
     }
 }
