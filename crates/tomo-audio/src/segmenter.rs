@@ -81,11 +81,20 @@ pub struct SpeechSegment {
     pub samples: Vec<f32>,
     pub start: Duration,
     pub end: Duration,
-    /// End of the last speech frame: a [`SegmenterEvent::Pause`] snapshot and the final segment with
-    /// the same `start` and `speech_end` hold the same words.
+    /// End of the last speech frame. A [`SegmenterEvent::Pause`] snapshot and the final segment with the
+    /// same `start` and no [`SegmenterEvent::Resumed`] between them hold the same words; the final one's
+    /// `speech_end` may be a frame or two later (the VAD model's tail after the sound stopped).
     pub speech_end: Duration,
     /// What ended it.
     pub ended_by: TurnEnd,
+}
+
+/// A frame this far below the utterance's loudest (-30 dB) has no more sound of it: the speaker stopped
+/// (or is inside a stop consonant; the next sounding frame then says [`SegmenterEvent::Resumed`]).
+const FADED: f32 = 0.03;
+
+fn rms(frame: &[f32]) -> f32 {
+    (frame.iter().map(|s| s * s).sum::<f32>() / frame.len().max(1) as f32).sqrt()
 }
 
 /// RMS below which a frame cannot hold speech: -60 dBFS, under a quiet room's microphone floor and far
@@ -93,8 +102,7 @@ pub struct SpeechSegment {
 pub const QUIET_RMS: f32 = 0.001;
 
 fn is_quiet(frame: &[f32]) -> bool {
-    let energy: f32 = frame.iter().map(|s| s * s).sum();
-    energy < QUIET_RMS * QUIET_RMS * frame.len() as f32
+    rms(frame) < QUIET_RMS
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -109,8 +117,9 @@ pub enum SegmenterEvent {
         at: Duration,
     },
     Segment(SpeechSegment),
-    /// The speaker paused: the utterance so far (its `ended_by` is [`TurnEnd::Paused`]), for speculative
-    /// recognition. If the turn then ends without more speech, the final segment has the same words.
+    /// The speaker paused (the sound stopped, or the VAD heard silence): the utterance so far (its
+    /// `ended_by` is [`TurnEnd::Paused`]), for speculative recognition. If the turn then ends without
+    /// [`SegmenterEvent::Resumed`], the final segment has the same words.
     Pause(SpeechSegment),
     /// The speaker went on after a [`SegmenterEvent::Pause`] (speech again at `at`): the pause's words
     /// are stale, and work started on them can stop.
@@ -131,6 +140,8 @@ struct Active {
     model_failed: bool,
     /// A pause snapshot was offered for the current silence.
     offered: bool,
+    /// The loudest frame's RMS so far: the sound has stopped when a frame falls far below it.
+    peak: f32,
 }
 
 /// The end-of-turn model and its timing, in frames.
@@ -375,10 +386,15 @@ impl<V: VoiceActivity> Segmenter<V> {
             return;
         };
         active.samples.extend_from_slice(frame);
+        let level = rms(frame);
+        active.peak = active.peak.max(level);
+        // The VAD model goes on saying "speech" for about two frames after the sound stops; the
+        // frame's level says it at once.
+        let sounding = level >= active.peak * FADED;
         if probability >= self.release_threshold {
             active.last_speech = index;
             active.asked_at = None;
-            if active.offered {
+            if active.offered && sounding {
                 active.offered = false;
                 events.push(SegmenterEvent::Resumed {
                     at: frame_time(index),
@@ -387,7 +403,7 @@ impl<V: VoiceActivity> Segmenter<V> {
         }
         if let Some(after) = self.speculate_frames
             && !active.offered
-            && index - active.last_speech >= after
+            && (index - active.last_speech >= after || !sounding)
             && active.last_speech + 1 - active.first_speech >= self.min_speech_frames
         {
             active.offered = true;
@@ -491,6 +507,7 @@ impl<V: VoiceActivity> Segmenter<V> {
             asked_at: None,
             model_failed: false,
             offered: false,
+            peak: 0.0,
         }
     }
 }

@@ -50,8 +50,10 @@ pub async fn run(
         .collect::<Result<Vec<_>, _>>()?;
     let first = Duration::from_millis(args.first_token_ms);
     let per = Duration::from_millis(args.token_ms);
+    // Several replies per turn: a request started in a pause the speaker then talks through is dropped,
+    // and it has taken a reply.
     let server = ScriptedServer::start(
-        (0..args.n + 1)
+        (0..args.n * 8 + 1)
             .map(|_| script::text_reply_with_delay(&reply, first, per))
             .collect(),
     )
@@ -169,6 +171,13 @@ pub async fn run(
     );
     println!(
         "  whole process CPU while listening idle: {idle_cpu:.1} % of one core (includes the ear)"
+    );
+    // Requests started in a pause the question then went on through were dropped: work (and, on a
+    // cloud endpoint, cost) the early start spends.
+    println!(
+        "  LLM requests: {} for {} turns",
+        server.requests().len(),
+        args.n
     );
     Ok(())
 }

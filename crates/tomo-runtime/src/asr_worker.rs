@@ -36,12 +36,18 @@ pub enum AsrJob {
 struct Speculation {
     start: Duration,
     speech_end: Duration,
+    /// [`AsrJobs::speech_went_on`]'s count when the snapshot was taken.
+    went_on_at: u64,
     text: Result<String, AsrError>,
 }
 
 impl Speculation {
-    fn matches(&self, segment: &SpeechSegment) -> bool {
-        self.start == segment.start && self.speech_end == segment.speech_end
+    /// The final segment holds the snapshot's words when it is the same utterance and the speaker did
+    /// not go on since (its speech may end a frame or two later: the VAD's tail after the sound).
+    fn matches(&self, segment: &SpeechSegment, went_on: u64) -> bool {
+        self.start == segment.start
+            && self.went_on_at == went_on
+            && segment.speech_end >= self.speech_end
     }
 }
 
@@ -85,9 +91,10 @@ pub fn spawn_asr(asr: Arc<dyn SpeechToText>, ops: mpsc::Sender<Op>, notify: Noti
 
 fn warm_up(asr: &dyn SpeechToText) {
     let started = Instant::now();
-    // Half a second of near-silence: enough to run the encoder and decoder once.
+    // Half a second of a soft hum: enough to run the encoder and decoder once (loud enough not to be
+    // taken for silence, which recognizers answer without running the model).
     let quiet: Vec<f32> = (0..8_000)
-        .map(|i| ((i as f32) * 0.05).sin() * 1e-3)
+        .map(|i| ((i as f32) * 0.05).sin() * 0.03)
         .collect();
     match asr.transcribe(&quiet) {
         Ok(_) => tracing::debug!(took = ?started.elapsed(), "speech recognizer warmed up"),
@@ -149,6 +156,7 @@ fn serve(
                 speculation = Some(Speculation {
                     start: snapshot.start,
                     speech_end: snapshot.speech_end,
+                    went_on_at: at,
                     text,
                 });
             }
@@ -157,7 +165,8 @@ fn serve(
                 end_of_turn,
                 decided,
             } => {
-                let reused = speculation.take().filter(|s| s.matches(&segment));
+                let now = went_on.load(Ordering::SeqCst);
+                let reused = speculation.take().filter(|s| s.matches(&segment, now));
                 let text = match reused {
                     Some(spoken) => {
                         tracing::debug!("the transcript of the pause is the turn's");
@@ -355,5 +364,57 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(ops_rx.try_recv().is_err());
+    }
+
+    /// A snapshot recognised, then the final segment ending at `final_speech_end` (sent once the
+    /// snapshot is being recognised), with the speaker going on in between or not.
+    fn speculate_then_final(final_speech_end: u64, went_on_between: bool) -> (Vec<usize>, Vec<Op>) {
+        let asr = Counting::default();
+        let went_on = Arc::new(AtomicU64::new(0));
+        let (tx, rx) = channel();
+        let (ops_tx, mut ops_rx) = mpsc::channel(8);
+        tx.send(AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)))
+            .unwrap();
+        let (shared, counter) = (&asr, &went_on);
+        let worker = std::thread::scope(|scope| {
+            let handle = scope.spawn(move || serve(shared, &rx, counter, &ops_tx, &|_| {}));
+            while asr.0.lock().unwrap().is_empty() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if went_on_between {
+                went_on.fetch_add(1, Ordering::SeqCst);
+            }
+            tx.send(last_speculation_then_final(final_speech_end))
+                .unwrap();
+            drop(tx);
+            handle.join()
+        });
+        worker.unwrap();
+        let mut ops = Vec::new();
+        while let Ok(op) = ops_rx.try_recv() {
+            ops.push(op);
+        }
+        (asr.0.into_inner().unwrap(), ops)
+    }
+
+    fn ended_with(ops: &[Op]) -> &str {
+        ops.iter()
+            .find_map(|op| match op {
+                Op::SpeechEnded { transcript, .. } => Some(transcript.as_str()),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn the_vads_tail_after_the_pause_still_reuses_its_transcript() {
+        // The snapshot was taken when the sound stopped; the VAD called two more frames speech.
+        let (calls, ops) = speculate_then_final(1_064, false);
+        assert_eq!(calls, vec![2_500], "one decode: the pause's");
+        assert_eq!(ended_with(&ops), "2500 samples");
+        // The speaker went on (listen saw the sound come back): the final segment is recognised.
+        let (calls, ops) = speculate_then_final(1_064, true);
+        assert_eq!(calls, vec![2_500, 3_000]);
+        assert_eq!(ended_with(&ops), "3000 samples");
     }
 }
