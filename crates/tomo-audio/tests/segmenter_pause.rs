@@ -31,6 +31,20 @@ fn run(runs: &[(usize, f32)]) -> (Vec<SpeechSegment>, Vec<SpeechSegment>) {
     (pauses, segments)
 }
 
+/// Frames of 32 ms: onset 2, pre-roll 4, hangover 10, post-roll 2, min speech 5; the utterance offered
+/// after `speculate_frames` of silence.
+fn config(speculate_frames: u32) -> SegmenterConfig {
+    SegmenterConfig {
+        onset: FRAME_DURATION * 2,
+        pre_roll: FRAME_DURATION * 4,
+        hangover: FRAME_DURATION * 10,
+        post_roll: FRAME_DURATION * 2,
+        min_speech: FRAME_DURATION * 5,
+        speculate_after: Some(FRAME_DURATION * speculate_frames),
+        ..SegmenterConfig::default()
+    }
+}
+
 /// Every event of the scripted run, in order.
 fn events(runs: &[(usize, f32)]) -> Vec<SegmenterEvent> {
     let probabilities: Vec<f32> = runs
@@ -38,16 +52,7 @@ fn events(runs: &[(usize, f32)]) -> Vec<SegmenterEvent> {
         .flat_map(|&(n, p)| std::iter::repeat_n(p, n))
         .collect();
     let frames = probabilities.len();
-    let config = SegmenterConfig {
-        onset: FRAME_DURATION * 2,
-        pre_roll: FRAME_DURATION * 4,
-        hangover: FRAME_DURATION * 10,
-        post_roll: FRAME_DURATION * 2,
-        min_speech: FRAME_DURATION * 5,
-        speculate_after: Some(FRAME_DURATION * 3),
-        ..SegmenterConfig::default()
-    };
-    let mut segmenter = Segmenter::new(Scripted(probabilities, 0), &config);
+    let mut segmenter = Segmenter::new(Scripted(probabilities, 0), &config(3));
     let mut events = Vec::new();
     for _ in 0..frames {
         events.extend(segmenter.push(&[0.0; FRAME_SAMPLES]).unwrap());
@@ -127,16 +132,7 @@ fn leveled_events(runs: &[(usize, f32, f32)]) -> Vec<SegmenterEvent> {
         .iter()
         .flat_map(|&(n, _, level)| std::iter::repeat_n(level, n))
         .collect();
-    let config = SegmenterConfig {
-        onset: FRAME_DURATION * 2,
-        pre_roll: FRAME_DURATION * 4,
-        hangover: FRAME_DURATION * 10,
-        post_roll: FRAME_DURATION * 2,
-        min_speech: FRAME_DURATION * 5,
-        speculate_after: Some(FRAME_DURATION),
-        ..SegmenterConfig::default()
-    };
-    let mut segmenter = Segmenter::new(Scripted(probabilities, 0), &config);
+    let mut segmenter = Segmenter::new(Scripted(probabilities, 0), &config(1));
     let mut events = Vec::new();
     for level in levels {
         events.extend(segmenter.push(&[level; FRAME_SAMPLES]).unwrap());

@@ -9,8 +9,10 @@ mod support;
 
 use std::time::Duration;
 
-use tomo_protocol::{Event, Op};
-use tomo_testkit::{ScriptedServer, script};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tomo_core::session::SessionHandle;
+use tomo_protocol::{Event, EventEnvelope, Op};
+use tomo_testkit::{ScriptedResponse, ScriptedServer, script};
 
 use support::session::{collect_until, is_idle, text_session};
 
@@ -47,22 +49,42 @@ fn user_words(request: &tomo_testkit::RecordedRequest) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn the_turn_ending_on_the_paused_words_uses_the_answer_already_started() {
-    let server = ScriptedServer::start(vec![
-        script::text_reply_with_delay("It is noon.", Duration::from_millis(200), Duration::ZERO),
-        script::text_reply("A later answer."),
-    ])
-    .await
-    .unwrap();
-    let (_dir, session, mut events) = text_session(&server).await;
+/// A session the user has paused in, saying `words`: the answer's request for them has reached the
+/// server, which answers with `replies` in order.
+async fn paused_session(
+    replies: Vec<ScriptedResponse>,
+    words: &str,
+) -> (
+    ScriptedServer,
+    tempfile::TempDir,
+    SessionHandle,
+    UnboundedReceiver<EventEnvelope>,
+) {
+    let server = ScriptedServer::start(replies).await.unwrap();
+    let (dir, session, mut events) = text_session(&server).await;
     collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
-
-    session.send(paused("what time is it")).await.unwrap();
+    session.send(paused(words)).await.unwrap();
     server
         .wait_for_requests(1, Duration::from_secs(5))
         .await
         .unwrap();
+    (server, dir, session, events)
+}
+
+#[tokio::test]
+async fn the_turn_ending_on_the_paused_words_uses_the_answer_already_started() {
+    let (server, _dir, session, mut events) = paused_session(
+        vec![
+            script::text_reply_with_delay(
+                "It is noon.",
+                Duration::from_millis(200),
+                Duration::ZERO,
+            ),
+            script::text_reply("A later answer."),
+        ],
+        "what time is it",
+    )
+    .await;
     session.send(ended("what time is it")).await.unwrap();
     let seen = collect_until(&mut events, is_idle).await;
     assert_eq!(finished_text(&seen), "It is noon.");
@@ -78,21 +100,15 @@ async fn the_turn_ending_on_the_paused_words_uses_the_answer_already_started() {
 
 #[tokio::test]
 async fn other_words_at_the_end_of_the_turn_ask_for_themselves() {
-    let server = ScriptedServer::start(vec![
-        script::text_reply("For the pause."),
-        script::text_reply("For the whole sentence."),
-        script::text_reply("Next."),
-    ])
-    .await
-    .unwrap();
-    let (_dir, session, mut events) = text_session(&server).await;
-    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
-
-    session.send(paused("I was thinking")).await.unwrap();
-    server
-        .wait_for_requests(1, Duration::from_secs(5))
-        .await
-        .unwrap();
+    let (server, _dir, session, mut events) = paused_session(
+        vec![
+            script::text_reply("For the pause."),
+            script::text_reply("For the whole sentence."),
+            script::text_reply("Next."),
+        ],
+        "I was thinking",
+    )
+    .await;
     session
         .send(ended("I was thinking maybe we could go out"))
         .await
@@ -131,20 +147,18 @@ async fn other_words_at_the_end_of_the_turn_ask_for_themselves() {
 
 #[tokio::test]
 async fn the_user_going_on_after_the_pause_drops_what_the_pause_started() {
-    let server = ScriptedServer::start(vec![
-        script::text_reply_with_delay("For the pause.", Duration::from_millis(300), Duration::ZERO),
-        script::text_reply("Asked afresh."),
-    ])
-    .await
-    .unwrap();
-    let (_dir, session, mut events) = text_session(&server).await;
-    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
-
-    session.send(paused("I was thinking")).await.unwrap();
-    server
-        .wait_for_requests(1, Duration::from_secs(5))
-        .await
-        .unwrap();
+    let (server, _dir, session, mut events) = paused_session(
+        vec![
+            script::text_reply_with_delay(
+                "For the pause.",
+                Duration::from_millis(300),
+                Duration::ZERO,
+            ),
+            script::text_reply("Asked afresh."),
+        ],
+        "I was thinking",
+    )
+    .await;
     session.send(Op::SpeechResumed).await.unwrap();
     // The same words at the end (what was said after the pause was not words): had the pause's request
     // survived the user going on, the turn would take it over and answer "For the pause.".

@@ -257,26 +257,43 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_pause_transcript_is_reused_when_the_turn_ends_there() {
-        // The final job arrives after the snapshot was transcribed (two separate sends would race
-        // here; the stale-skip only applies when both are queued together, tested below).
-        let asr = Counting::default();
+    /// Sends a snapshot, then (once it is being recognised, and after `meanwhile`) the final segment
+    /// ending at `final_speech_end`; returns the ops the worker sent. (Queued together, the snapshot
+    /// would be skipped unread: tested below.)
+    fn snapshot_then_final(
+        asr: &dyn SpeechToText,
+        calls: &Mutex<Vec<usize>>,
+        went_on: &Arc<AtomicU64>,
+        final_speech_end: u64,
+        meanwhile: impl FnOnce(),
+    ) -> Vec<Op> {
         let (tx, rx) = channel();
         let (ops_tx, mut ops_rx) = mpsc::channel(8);
         tx.send(AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)))
             .unwrap();
-        let shared = &asr;
         let worker = std::thread::scope(|scope| {
-            let handle = scope.spawn(move || serve(shared, &rx, &Arc::default(), &ops_tx, &|_| {}));
-            while asr.0.lock().unwrap().is_empty() {
+            let handle = scope.spawn(move || serve(asr, &rx, went_on, &ops_tx, &|_| {}));
+            while calls.lock().unwrap().is_empty() {
                 std::thread::sleep(Duration::from_millis(1));
             }
-            tx.send(last_speculation_then_final(1_000)).unwrap();
+            meanwhile();
+            tx.send(last_speculation_then_final(final_speech_end))
+                .unwrap();
             drop(tx);
             handle.join()
         });
         worker.unwrap();
+        let mut ops = Vec::new();
+        while let Ok(op) = ops_rx.try_recv() {
+            ops.push(op);
+        }
+        ops
+    }
+
+    #[test]
+    fn the_pause_transcript_is_reused_when_the_turn_ends_there() {
+        let asr = Counting::default();
+        let ops = snapshot_then_final(&asr, &asr.0, &Arc::default(), 1_000, || {});
         assert_eq!(
             *asr.0.lock().unwrap(),
             vec![2_500],
@@ -284,19 +301,19 @@ mod tests {
         );
         // The pause's words go to the session at once (it may start the answer), then the turn's end.
         assert_eq!(
-            ops_rx.try_recv().unwrap(),
+            ops[0],
             Op::SpeechPaused {
                 transcript: "2500 samples".into()
             }
         );
-        match ops_rx.try_recv().unwrap() {
+        match &ops[1] {
             Op::SpeechEnded {
                 transcript,
                 end_of_turn_ms,
                 ..
             } => {
                 assert_eq!(transcript, "2500 samples");
-                assert_eq!(end_of_turn_ms, 200);
+                assert_eq!(*end_of_turn_ms, 200);
             }
             other => panic!("{other:?}"),
         }
@@ -340,60 +357,24 @@ mod tests {
             counting: Counting::default(),
             went_on: Arc::clone(&went_on),
         };
-        let (tx, rx) = channel();
-        let (ops_tx, mut ops_rx) = mpsc::channel(8);
-        tx.send(AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)))
-            .unwrap();
-        let (shared, counter) = (&asr, &went_on);
-        let worker = std::thread::scope(|scope| {
-            let handle = scope.spawn(move || serve(shared, &rx, counter, &ops_tx, &|_| {}));
-            // Sent once the snapshot is being recognised (queued with it, it would be skipped unread).
-            while asr.counting.0.lock().unwrap().is_empty() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            tx.send(last_speculation_then_final(1_000)).unwrap();
-            drop(tx);
-            handle.join()
-        });
-        worker.unwrap();
+        let ops = snapshot_then_final(&asr, &asr.counting.0, &went_on, 1_000, || {});
         // No `speech_paused` for stale words, and the final segment is recognised afresh even though
         // it has the snapshot's start and end (the given-up snapshot has no transcript to reuse).
         assert_eq!(*asr.counting.0.lock().unwrap(), vec![2_500, 3_000]);
-        match ops_rx.try_recv().unwrap() {
-            Op::SpeechEnded { transcript, .. } => assert_eq!(transcript, "3000 samples"),
-            other => panic!("{other:?}"),
-        }
-        assert!(ops_rx.try_recv().is_err());
+        assert_eq!(ops.len(), 1, "{ops:?}");
+        assert_eq!(ended_with(&ops), "3000 samples");
     }
 
-    /// A snapshot recognised, then the final segment ending at `final_speech_end` (sent once the
-    /// snapshot is being recognised), with the speaker going on in between or not.
+    /// A snapshot recognised, then the final segment ending at `final_speech_end`, with the speaker
+    /// going on in between or not: the decodes made and the ops sent.
     fn speculate_then_final(final_speech_end: u64, went_on_between: bool) -> (Vec<usize>, Vec<Op>) {
         let asr = Counting::default();
         let went_on = Arc::new(AtomicU64::new(0));
-        let (tx, rx) = channel();
-        let (ops_tx, mut ops_rx) = mpsc::channel(8);
-        tx.send(AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)))
-            .unwrap();
-        let (shared, counter) = (&asr, &went_on);
-        let worker = std::thread::scope(|scope| {
-            let handle = scope.spawn(move || serve(shared, &rx, counter, &ops_tx, &|_| {}));
-            while asr.0.lock().unwrap().is_empty() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+        let ops = snapshot_then_final(&asr, &asr.0, &went_on, final_speech_end, || {
             if went_on_between {
                 went_on.fetch_add(1, Ordering::SeqCst);
             }
-            tx.send(last_speculation_then_final(final_speech_end))
-                .unwrap();
-            drop(tx);
-            handle.join()
         });
-        worker.unwrap();
-        let mut ops = Vec::new();
-        while let Ok(op) = ops_rx.try_recv() {
-            ops.push(op);
-        }
         (asr.0.into_inner().unwrap(), ops)
     }
 
