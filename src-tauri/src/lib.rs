@@ -62,8 +62,9 @@ struct Args {
 
 /// Runs the app until it quits. Returns only when it could not start.
 pub fn run() -> ExitCode {
-    // whisper.cpp logs "failed to encode" at error each time a stale recognition is stopped on purpose
-    // (the speaker went on after a pause); its real failures come back as errors the session reports.
+    // whisper.cpp logs "failed to encode" / "failed to decode" at error each time a stale recognition is
+    // stopped on purpose (the speaker went on after a pause); its real failures come back as errors the
+    // session reports (RUST_LOG=whisper_rs=debug shows whisper.cpp's own lines).
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

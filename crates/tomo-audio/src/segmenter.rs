@@ -81,17 +81,12 @@ pub struct SpeechSegment {
     pub samples: Vec<f32>,
     pub start: Duration,
     pub end: Duration,
-    /// End of the last speech frame. A [`SegmenterEvent::Pause`] snapshot and the final segment with the
-    /// same `start` and no [`SegmenterEvent::Resumed`] between them hold the same words; the final one's
-    /// `speech_end` may be a frame or two later (the VAD model's tail after the sound stopped).
+    /// End of the last speech frame: a [`SegmenterEvent::Pause`] snapshot and the final segment with
+    /// the same `start` and `speech_end` hold the same words.
     pub speech_end: Duration,
     /// What ended it.
     pub ended_by: TurnEnd,
 }
-
-/// A frame this far below the utterance's loudest (-30 dB) has no more sound of it: the speaker stopped
-/// (or is inside a stop consonant; the next sounding frame then says [`SegmenterEvent::Resumed`]).
-const FADED: f32 = 0.03;
 
 fn rms(frame: &[f32]) -> f32 {
     (frame.iter().map(|s| s * s).sum::<f32>() / frame.len().max(1) as f32).sqrt()
@@ -117,9 +112,9 @@ pub enum SegmenterEvent {
         at: Duration,
     },
     Segment(SpeechSegment),
-    /// The speaker paused (the sound stopped, or the VAD heard silence): the utterance so far (its
-    /// `ended_by` is [`TurnEnd::Paused`]), for speculative recognition. If the turn then ends without
-    /// [`SegmenterEvent::Resumed`], the final segment has the same words.
+    /// The speaker paused: the utterance so far (its `ended_by` is [`TurnEnd::Paused`]), for speculative
+    /// recognition. If the turn then ends without [`SegmenterEvent::Resumed`], the final segment has the
+    /// same words (and the same `start` and `speech_end`).
     Pause(SpeechSegment),
     /// The speaker went on after a [`SegmenterEvent::Pause`] (speech again at `at`): the pause's words
     /// are stale, and work started on them can stop.
@@ -140,8 +135,6 @@ struct Active {
     model_failed: bool,
     /// A pause snapshot was offered for the current silence.
     offered: bool,
-    /// The loudest frame's RMS so far: the sound has stopped when a frame falls far below it.
-    peak: f32,
 }
 
 /// The end-of-turn model and its timing, in frames.
@@ -175,6 +168,8 @@ pub struct Segmenter<V> {
     turn: Option<TurnModel>,
     speculate_frames: Option<u64>,
     skip_quiet: bool,
+    /// Frames were skipped since the model last ran.
+    skipped: bool,
     /// The speech probability of the last hands-free frame (for a barge-in gate).
     last_probability: f32,
 }
@@ -212,6 +207,7 @@ impl<V: VoiceActivity> Segmenter<V> {
             turn: None,
             speculate_frames: config.speculate_after.map(|d| frames_for(d).max(1)),
             skip_quiet: config.skip_quiet,
+            skipped: false,
             last_probability: 0.0,
         }
     }
@@ -327,8 +323,14 @@ impl<V: VoiceActivity> Segmenter<V> {
                 // not asked: it is most of what idle listening costs. Inside an utterance every frame
                 // is asked, so the end of the turn is timed as before.
                 let probability = if self.skip_quiet && self.active.is_none() && is_quiet(frame) {
+                    self.skipped = true;
                     0.0
                 } else {
+                    // The model's recurrent state is from before the skipped silence (maybe the end
+                    // of the last utterance): start it afresh, as after silence.
+                    if std::mem::take(&mut self.skipped) {
+                        self.vad.reset();
+                    }
                     self.vad.speech_probability(frame)?
                 };
                 self.last_probability = probability;
@@ -386,15 +388,10 @@ impl<V: VoiceActivity> Segmenter<V> {
             return;
         };
         active.samples.extend_from_slice(frame);
-        let level = rms(frame);
-        active.peak = active.peak.max(level);
-        // The VAD model goes on saying "speech" for about two frames after the sound stops; the
-        // frame's level says it at once.
-        let sounding = level >= active.peak * FADED;
         if probability >= self.release_threshold {
             active.last_speech = index;
             active.asked_at = None;
-            if active.offered && sounding {
+            if active.offered {
                 active.offered = false;
                 events.push(SegmenterEvent::Resumed {
                     at: frame_time(index),
@@ -403,7 +400,7 @@ impl<V: VoiceActivity> Segmenter<V> {
         }
         if let Some(after) = self.speculate_frames
             && !active.offered
-            && (index - active.last_speech >= after || !sounding)
+            && index - active.last_speech >= after
             && active.last_speech + 1 - active.first_speech >= self.min_speech_frames
         {
             active.offered = true;
@@ -507,7 +504,6 @@ impl<V: VoiceActivity> Segmenter<V> {
             asked_at: None,
             model_failed: false,
             offered: false,
-            peak: 0.0,
         }
     }
 }

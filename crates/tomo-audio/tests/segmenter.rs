@@ -342,4 +342,6 @@ fn quiet_frames_skip_the_model_only_while_no_utterance_is_open() {
     // The leading silence never reached the model; inside the utterance every frame did, up to the
     // hangover (10 frames) that ended it; after it, silence skips the model again.
     assert_eq!(vad.calls, 20 + 10);
+    // Its state was from before the skipped silence: started afresh when sound came back, once.
+    assert_eq!(vad.resets, 1);
 }

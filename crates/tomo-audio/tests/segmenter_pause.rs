@@ -122,60 +122,6 @@ fn speech_after_an_offered_pause_says_the_offer_went_stale_where_it_resumed() {
     );
 }
 
-/// Frames at a level: the segmenter sees the sound stop before the (scripted) VAD does.
-fn leveled_events(runs: &[(usize, f32, f32)]) -> Vec<SegmenterEvent> {
-    let probabilities: Vec<f32> = runs
-        .iter()
-        .flat_map(|&(n, p, _)| std::iter::repeat_n(p, n))
-        .collect();
-    let levels: Vec<f32> = runs
-        .iter()
-        .flat_map(|&(n, _, level)| std::iter::repeat_n(level, n))
-        .collect();
-    let mut segmenter = Segmenter::new(Scripted(probabilities, 0), &config(1));
-    let mut events = Vec::new();
-    for level in levels {
-        events.extend(segmenter.push(&[level; FRAME_SAMPLES]).unwrap());
-    }
-    events
-}
-
-#[test]
-fn the_pause_is_offered_when_the_sound_stops_before_the_vad_hears_silence() {
-    // Speech at 0.2, then two frames the VAD still calls speech at a thousandth of that level (its tail),
-    // then silence.
-    let all = leveled_events(&[
-        (3, 0.0, 0.0),
-        (10, 0.9, 0.2),
-        (2, 0.9, 0.0002),
-        (15, 0.0, 0.0002),
-    ]);
-    assert_eq!(kinds(&all), "PS", "offered once, not resumed by the tail");
-    let pause = all.iter().find_map(|e| match e {
-        SegmenterEvent::Pause(snapshot) => Some(snapshot.clone()),
-        _ => None,
-    });
-    let done = all.iter().find_map(|e| match e {
-        SegmenterEvent::Segment(segment) => Some(segment.clone()),
-        _ => None,
-    });
-    let (pause, done) = (pause.unwrap(), done.unwrap());
-    // Offered at the first faded frame (13), not after the VAD's first silent one (15).
-    assert_eq!(pause.speech_end, FRAME_DURATION * 14);
-    assert_eq!(done.speech_end, FRAME_DURATION * 15);
-    assert_eq!(pause.start, done.start);
-
-    // A stop consonant: one faded frame inside the word, then sound again.
-    let stop = leveled_events(&[
-        (3, 0.0, 0.0),
-        (10, 0.9, 0.2),
-        (1, 0.9, 0.001),
-        (10, 0.9, 0.2),
-        (15, 0.0, 0.0),
-    ]);
-    assert_eq!(kinds(&stop), "PRPS");
-}
-
 #[test]
 fn too_little_speech_is_not_offered() {
     let (pauses, segments) = run(&[(5, 0.0), (3, 0.9), (15, 0.0)]);

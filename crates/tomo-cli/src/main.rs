@@ -136,8 +136,9 @@ fn run_async<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(
 fn init_tracing() {
     use std::io::IsTerminal;
     // async-openai logs every 5xx body at warn; our own error event already says it, once. whisper.cpp
-    // logs "failed to encode" at error each time a stale recognition is stopped on purpose (the speaker
-    // went on after a pause); its real failures come back as errors the session reports.
+    // logs "failed to encode" / "failed to decode" at error each time a stale recognition is stopped on
+    // purpose (the speaker went on after a pause); its real failures come back as errors the session
+    // reports (RUST_LOG=whisper_rs=debug shows whisper.cpp's own lines).
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("warn,async_openai=error,whisper_rs=off")
     });

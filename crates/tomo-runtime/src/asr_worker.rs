@@ -1,9 +1,10 @@
 //! Speech recognition on its own thread, so capture never waits for ASR. Utterances come in two kinds:
 //! a speculative snapshot taken when the speaker paused, and the final segment once the end of the turn
 //! is decided. When the final segment holds the same words as the last snapshot (same start, same end of
-//! speech), the snapshot's transcript is used and the user waits only for what is left of it. When the
-//! speaker goes on after the pause, the snapshot's recognition stops midway ([`AsrJobs::speech_went_on`]),
-//! so the cores are free for the words that follow.
+//! speech, and the speaker did not go on in between), the snapshot's transcript is used and the user waits
+//! only for what is left of it. When the speaker goes on after the pause ([`AsrJobs::speech_went_on`]),
+//! the snapshot's recognition is not started, or stops at whisper's next check (after the encoder, after
+//! each decoder pass), and its words are not offered to the session.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -22,8 +23,12 @@ use crate::notices::{Notice, Notify};
 /// Work for the recognizer.
 #[derive(Debug)]
 pub enum AsrJob {
-    /// The speaker paused: transcribe what was said so far, in case the turn ends here.
-    Speculate(SpeechSegment),
+    /// The speaker paused: transcribe what was said so far, in case the turn ends here. `went_on_at`:
+    /// [`AsrJobs::speech_went_on`]'s count when the pause was heard.
+    Speculate {
+        snapshot: SpeechSegment,
+        went_on_at: u64,
+    },
     /// The turn ended `end_of_turn` after the last word, at `decided`: its transcript goes to the session.
     Final {
         segment: SpeechSegment,
@@ -42,12 +47,12 @@ struct Speculation {
 }
 
 impl Speculation {
-    /// The final segment holds the snapshot's words when it is the same utterance and the speaker did
-    /// not go on since (its speech may end a frame or two later: the VAD's tail after the sound).
+    /// The final segment holds the snapshot's words: the same utterance, ending at the same speech, and
+    /// the speaker did not go on since.
     fn matches(&self, segment: &SpeechSegment, went_on: u64) -> bool {
         self.start == segment.start
+            && self.speech_end == segment.speech_end
             && self.went_on_at == went_on
-            && segment.speech_end >= self.speech_end
     }
 }
 
@@ -64,14 +69,26 @@ impl AsrJobs {
         self.jobs.send(job)
     }
 
+    /// Offers the pause's `snapshot`, stamped with the count of times the speaker went on so far (read
+    /// here, on the thread that counts them, so the worker cannot stamp it late).
+    pub fn speculate(&self, snapshot: SpeechSegment) -> Result<(), SendError<AsrJob>> {
+        let went_on_at = self.went_on.load(Ordering::SeqCst);
+        self.jobs.send(AsrJob::Speculate {
+            snapshot,
+            went_on_at,
+        })
+    }
+
     /// The speaker went on after the pause: the snapshot being recognised (if any) is stale.
     pub fn speech_went_on(&self) {
         self.went_on.fetch_add(1, Ordering::SeqCst);
     }
 }
 
-/// Starts the recognizer thread; it ends when the job sender or the session goes away. The recognizer
-/// is warmed up first (one short decode), so the first real utterance does not pay for loading.
+/// Starts the recognizer thread; it ends when the job sender or the session goes away. No warm-up decode:
+/// whisper's state is allocated when the model loads, the first utterance measured as fast as the others
+/// on the device benchmark, and a decode at start (≈ 1.6 s of both cores; the older "warm-up" was silence,
+/// which returns before decoding) slowed the desktop app's start and profile switches.
 pub fn spawn_asr(asr: Arc<dyn SpeechToText>, ops: mpsc::Sender<Op>, notify: Notify) -> AsrJobs {
     let (jobs, rx) = channel();
     let went_on = Arc::new(AtomicU64::new(0));
@@ -79,7 +96,6 @@ pub fn spawn_asr(asr: Arc<dyn SpeechToText>, ops: mpsc::Sender<Op>, notify: Noti
     let spawned = thread::Builder::new()
         .name("tomo-asr".into())
         .spawn(move || {
-            warm_up(&*asr);
             serve(&*asr, &rx, &counter, &ops, &*notify);
         });
     if let Err(error) = spawned {
@@ -87,19 +103,6 @@ pub fn spawn_asr(asr: Arc<dyn SpeechToText>, ops: mpsc::Sender<Op>, notify: Noti
         tracing::error!(%error, "cannot start the speech recognizer thread");
     }
     AsrJobs { jobs, went_on }
-}
-
-fn warm_up(asr: &dyn SpeechToText) {
-    let started = Instant::now();
-    // Half a second of a soft hum: enough to run the encoder and decoder once (loud enough not to be
-    // taken for silence, which recognizers answer without running the model).
-    let quiet: Vec<f32> = (0..8_000)
-        .map(|i| ((i as f32) * 0.05).sin() * 0.03)
-        .collect();
-    match asr.transcribe(&quiet) {
-        Ok(_) => tracing::debug!(took = ?started.elapsed(), "speech recognizer warmed up"),
-        Err(error) => tracing::debug!(%error, "speech recognizer warm-up failed"),
-    }
 }
 
 fn serve(
@@ -123,14 +126,17 @@ fn serve(
             continue;
         };
         match job {
-            AsrJob::Speculate(snapshot) => {
-                // Anything newer already queued makes this snapshot stale: skip it.
-                if !queue.is_empty() {
-                    continue;
-                }
-                let at = went_on.load(Ordering::SeqCst);
+            AsrJob::Speculate {
+                snapshot,
+                went_on_at: at,
+            } => {
                 let counter = Arc::clone(went_on);
                 let stale: Stale = Arc::new(move || counter.load(Ordering::SeqCst) != at);
+                // Anything newer already queued, or the speaker already went on: skip it.
+                if !queue.is_empty() || stale() {
+                    speculation = None;
+                    continue;
+                }
                 let text = match asr.transcribe_unless(&snapshot.samples, &stale) {
                     Err(AsrError::GivenUp) => {
                         tracing::debug!("the speaker went on; the pause's recognition stopped");
@@ -150,6 +156,11 @@ fn serve(
                         transcript: words.clone(),
                     };
                     if ops.blocking_send(op).is_err() {
+                        return;
+                    }
+                    // The speaker went on while the op was on its way: `listen`'s `speech_resumed` may
+                    // have reached the session before it, so say it again after it.
+                    if stale() && ops.blocking_send(Op::SpeechResumed).is_err() {
                         return;
                     }
                 }
@@ -257,33 +268,44 @@ mod tests {
         }
     }
 
-    /// Sends a snapshot, then (once it is being recognised, and after `meanwhile`) the final segment
-    /// ending at `final_speech_end`; returns the ops the worker sent. (Queued together, the snapshot
-    /// would be skipped unread: tested below.)
+    fn speculate(samples: usize, speech_end_ms: u64) -> AsrJob {
+        AsrJob::Speculate {
+            snapshot: segment(samples, speech_end_ms, TurnEnd::Paused),
+            went_on_at: 0,
+        }
+    }
+
+    /// Sends a snapshot, then (once it is being recognised, after `meanwhile`, and after the worker
+    /// offered its words if `offered` is expected) the final segment ending at `final_speech_end`;
+    /// returns the ops the worker sent. (Queued together, the snapshot would be skipped unread: tested
+    /// below.)
     fn snapshot_then_final(
         asr: &dyn SpeechToText,
         calls: &Mutex<Vec<usize>>,
         went_on: &Arc<AtomicU64>,
         final_speech_end: u64,
+        offered: bool,
         meanwhile: impl FnOnce(),
     ) -> Vec<Op> {
         let (tx, rx) = channel();
         let (ops_tx, mut ops_rx) = mpsc::channel(8);
-        tx.send(AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)))
-            .unwrap();
+        tx.send(speculate(2_500, 1_000)).unwrap();
+        let mut ops = Vec::new();
         let worker = std::thread::scope(|scope| {
             let handle = scope.spawn(move || serve(asr, &rx, went_on, &ops_tx, &|_| {}));
             while calls.lock().unwrap().is_empty() {
                 std::thread::sleep(Duration::from_millis(1));
             }
             meanwhile();
+            if offered {
+                ops.push(ops_rx.blocking_recv().unwrap());
+            }
             tx.send(last_speculation_then_final(final_speech_end))
                 .unwrap();
             drop(tx);
             handle.join()
         });
         worker.unwrap();
-        let mut ops = Vec::new();
         while let Ok(op) = ops_rx.try_recv() {
             ops.push(op);
         }
@@ -293,7 +315,7 @@ mod tests {
     #[test]
     fn the_pause_transcript_is_reused_when_the_turn_ends_there() {
         let asr = Counting::default();
-        let ops = snapshot_then_final(&asr, &asr.0, &Arc::default(), 1_000, || {});
+        let ops = snapshot_then_final(&asr, &asr.0, &Arc::default(), 1_000, true, || {});
         assert_eq!(
             *asr.0.lock().unwrap(),
             vec![2_500],
@@ -322,7 +344,7 @@ mod tests {
     #[test]
     fn more_speech_after_the_pause_is_transcribed_afresh() {
         let (calls, ops) = run(vec![
-            AsrJob::Speculate(segment(2_500, 1_000, TurnEnd::Paused)),
+            speculate(2_500, 1_000),
             last_speculation_then_final(1_400),
         ]);
         // Queued together: the stale snapshot is skipped (nothing anticipated), the final segment decoded.
@@ -357,7 +379,7 @@ mod tests {
             counting: Counting::default(),
             went_on: Arc::clone(&went_on),
         };
-        let ops = snapshot_then_final(&asr, &asr.counting.0, &went_on, 1_000, || {});
+        let ops = snapshot_then_final(&asr, &asr.counting.0, &went_on, 1_000, false, || {});
         // No `speech_paused` for stale words, and the final segment is recognised afresh even though
         // it has the snapshot's start and end (the given-up snapshot has no transcript to reuse).
         assert_eq!(*asr.counting.0.lock().unwrap(), vec![2_500, 3_000]);
@@ -370,7 +392,7 @@ mod tests {
     fn speculate_then_final(final_speech_end: u64, went_on_between: bool) -> (Vec<usize>, Vec<Op>) {
         let asr = Counting::default();
         let went_on = Arc::new(AtomicU64::new(0));
-        let ops = snapshot_then_final(&asr, &asr.0, &went_on, final_speech_end, || {
+        let ops = snapshot_then_final(&asr, &asr.0, &went_on, final_speech_end, false, || {
             if went_on_between {
                 went_on.fetch_add(1, Ordering::SeqCst);
             }
@@ -388,14 +410,29 @@ mod tests {
     }
 
     #[test]
-    fn the_vads_tail_after_the_pause_still_reuses_its_transcript() {
-        // The snapshot was taken when the sound stopped; the VAD called two more frames speech.
+    fn a_final_segment_with_more_speech_or_after_going_on_is_recognised_afresh() {
+        // More speech at the end than the snapshot held (the segmenter saw speech, however quiet).
         let (calls, ops) = speculate_then_final(1_064, false);
-        assert_eq!(calls, vec![2_500], "one decode: the pause's");
-        assert_eq!(ended_with(&ops), "2500 samples");
-        // The speaker went on (listen saw the sound come back): the final segment is recognised.
-        let (calls, ops) = speculate_then_final(1_064, true);
         assert_eq!(calls, vec![2_500, 3_000]);
         assert_eq!(ended_with(&ops), "3000 samples");
+        // The same end, but the speaker went on in between (and stopped again).
+        let (calls, ops) = speculate_then_final(1_000, true);
+        assert_eq!(calls, vec![2_500, 3_000]);
+        assert_eq!(ended_with(&ops), "3000 samples");
+    }
+
+    #[test]
+    fn a_pause_already_talked_through_is_not_recognised() {
+        let asr = Counting::default();
+        let (tx, rx) = channel();
+        tx.send(speculate(2_500, 1_000)).unwrap(); // stamped at count 0
+        drop(tx);
+        let (ops_tx, mut ops_rx) = mpsc::channel(8);
+        serve(&asr, &rx, &Arc::new(AtomicU64::new(1)), &ops_tx, &|_| {});
+        assert!(
+            asr.0.lock().unwrap().is_empty(),
+            "no decode for stale words"
+        );
+        assert!(ops_rx.try_recv().is_err());
     }
 }

@@ -252,7 +252,7 @@ impl FrontEnd {
             }
             SegmenterEvent::Pause(snapshot) => {
                 if self.utterance.is_some_and(|u| u.announced) {
-                    let _ = self.asr.send(AsrJob::Speculate(snapshot));
+                    let _ = self.asr.speculate(snapshot);
                 }
             }
             SegmenterEvent::Resumed { .. } => {

@@ -136,7 +136,7 @@ fn a_recognition_gives_up_midway_once_its_words_go_stale() {
     assert_eq!(heard, asr.transcribe(&audio).unwrap().text);
     assert!(word_error_rate(sentence, &heard) < 0.2, "{heard:?}");
 
-    // Stale after whisper has asked a few times, i.e. in the middle of the encoder's graph.
+    // Stale after whisper has asked a few times (it asks after the encoder and after each decoder pass).
     let asked = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&asked);
     let midway: Stale = Arc::new(move || counter.fetch_add(1, Ordering::SeqCst) >= 3);

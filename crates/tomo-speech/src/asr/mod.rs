@@ -42,9 +42,9 @@ pub trait SpeechToText: Send + Sync {
     /// `samples`: 16 kHz mono in `[-1, 1]`.
     fn transcribe(&self, samples: &[f32]) -> Result<Transcript, AsrError>;
 
-    /// Like [`SpeechToText::transcribe`], but gives up with [`AsrError::GivenUp`] as soon as `stale`
-    /// says so, freeing the cores for the words that made it stale. Engines that cannot stop midway
-    /// finish and check once at the end.
+    /// Like [`SpeechToText::transcribe`], but gives up with [`AsrError::GivenUp`] once `stale` says so
+    /// (whisper checks after its encoder and after each decoder pass), freeing the cores for the words
+    /// that made it stale. Engines that cannot stop midway finish and check once at the end.
     fn transcribe_unless(&self, samples: &[f32], stale: &Stale) -> Result<Transcript, AsrError> {
         let transcript = self.transcribe(samples)?;
         if stale() {

@@ -207,9 +207,10 @@ impl WhisperAsr {
         params.set_print_realtime(false);
         params.set_print_timestamps(false);
         if let Some(stale) = stale {
-            // ggml asks between the graph's nodes (encoder and decoder), so a stale decode stops within
-            // milliseconds. (whisper-rs' `set_abort_callback_safe` calls its boxed closure through the
-            // wrong type and crashes, hence the plain C callback.)
+            // whisper.cpp asks once the encoder has run and after each decoder pass (its encoder cannot
+            // stop midway), so a stale recognition gives up the decoding, not the encoder's ≈ 200 ms.
+            // (whisper-rs' `set_abort_callback_safe` calls its boxed closure through the wrong type and
+            // crashes, hence the plain C callback.)
             #[allow(unsafe_code)]
             // SAFETY: `user_data` points at `stale`, which outlives `state.full` below (the only call
             // that uses these params), and `ask_stale` only reads it.
@@ -307,11 +308,14 @@ impl WhisperAsr {
     }
 }
 
-/// whisper.cpp's abort hook: `user_data` is the `&Stale` of the decode in progress (set in `run`).
-extern "C" fn ask_stale(user_data: *mut std::ffi::c_void) -> bool {
-    #[allow(unsafe_code)]
-    // SAFETY: `run` points `user_data` at a `Stale` that lives until `state.full` returns, and whisper
-    // calls this only during that call.
+/// whisper.cpp's abort hook.
+///
+/// # Safety
+/// `user_data` must point at a live [`Stale`] for the whole call: `run` points it at one that outlives
+/// `state.full`, the only call that uses it, and whisper calls the hook only during that call.
+#[allow(unsafe_code)]
+unsafe extern "C" fn ask_stale(user_data: *mut std::ffi::c_void) -> bool {
+    // SAFETY: see the function's contract.
     let stale = unsafe { &*user_data.cast::<Stale>() };
     stale()
 }

@@ -18,9 +18,12 @@ pub(crate) fn trim_lead(samples: &mut Vec<f32>, sample_rate: u32) {
     samples.drain(..first.saturating_sub(keep));
 }
 
+/// Below this a sample ends the tail (-40 dBFS: the faint residue after a voice's last sound is not kept).
+const TAIL_QUIET: f32 = 0.01;
+
 /// Cuts the silence after the last sound down to `keep_s` seconds.
 pub(crate) fn trim_tail(samples: &mut Vec<f32>, sample_rate: u32, keep_s: f32) {
-    let Some(last) = samples.iter().rposition(|s| s.abs() > QUIET) else {
+    let Some(last) = samples.iter().rposition(|s| s.abs() > TAIL_QUIET) else {
         return;
     };
     let keep = (keep_s * sample_rate as f32) as usize;
