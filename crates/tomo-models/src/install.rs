@@ -149,7 +149,9 @@ impl Session<'_> {
                         archive::extract(&archive, &member.path, &mut out)?;
                     }
                 }
-                Build::Ct2ToGgml => self.convert(model, file, &mut out, progress)?,
+                Build::Ct2ToGgml | Build::Ct2ToGgmlQ8 => {
+                    self.convert(model, file, &mut out, progress)?
+                }
             }
             out.flush().map_err(io)?;
         }
@@ -201,7 +203,8 @@ impl Session<'_> {
         let mel_bytes = archive::read(&self.archive(model, mel, progress)?, &mel.path)?;
         let vocab_bytes =
             archive::read(&self.archive(model, tokenizer, progress)?, &tokenizer.path)?;
-        convert::ct2_to_ggml(&weights, &mel_bytes, &vocab_bytes, out).map_err(|e| {
+        let format = file.build.ggml_weights().unwrap_or_default();
+        convert::ct2_to_ggml(&weights, &mel_bytes, &vocab_bytes, format, out).map_err(|e| {
             ModelError::Convert {
                 source_path: PathBuf::from(&file.members[0].path),
                 message: e.0,

@@ -111,6 +111,19 @@ pub enum Build {
     Concat,
     /// faster-whisper CTranslate2 `model.bin` (members joined in order) → whisper.cpp ggml.
     Ct2ToGgml,
+    /// The same, with the 2-D weight matrices quantized to q8_0 (whisper.cpp's 8-bit blocks).
+    Ct2ToGgmlQ8,
+}
+
+impl Build {
+    /// The ggml weight format, for the builds that convert a whisper model.
+    pub fn ggml_weights(self) -> Option<crate::convert::GgmlWeights> {
+        match self {
+            Self::Ct2ToGgml => Some(crate::convert::GgmlWeights::F16),
+            Self::Ct2ToGgmlQ8 => Some(crate::convert::GgmlWeights::Q8_0),
+            Self::Copy | Self::Concat => None,
+        }
+    }
 }
 
 /// One final file in the store.
@@ -226,7 +239,7 @@ impl Manifest {
                 let count = file.members.len();
                 let members_ok = match file.build {
                     Build::Copy => count == 1,
-                    Build::Concat | Build::Ct2ToGgml => count >= 1,
+                    Build::Concat | Build::Ct2ToGgml | Build::Ct2ToGgmlQ8 => count >= 1,
                 };
                 if !members_ok {
                     return Err(fail(
@@ -234,7 +247,7 @@ impl Manifest {
                         format!("{count} members for build {:?}", file.build),
                     ));
                 }
-                let convert = file.build == Build::Ct2ToGgml;
+                let convert = file.build.ggml_weights().is_some();
                 for (key, member) in [
                     ("mel_filters", &file.mel_filters),
                     ("tokenizer", &file.tokenizer),

@@ -29,7 +29,7 @@ fn main() -> ExitCode {
     };
     let loaded = Instant::now();
     let asr = match WhisperAsr::new(
-        root.join("whisper/ggml-base.bin"),
+        root.join("whisper/ggml-base-q8_0.bin"),
         Some("en".into()),
         threads,
     ) {

@@ -43,7 +43,7 @@ const MANDARIN: [&str; 10] = [
 ];
 
 fn whisper(language: &str) -> Option<WhisperAsr> {
-    let model = common::models_root().join("whisper/ggml-base.bin");
+    let model = common::models_root().join("whisper/ggml-base-q8_0.bin");
     if !model.is_file() {
         let message = format!("{} is missing (run `tomo models install`)", model.display());
         assert!(std::env::var_os("CI").is_none(), "{message}");

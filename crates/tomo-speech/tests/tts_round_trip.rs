@@ -11,7 +11,7 @@ use tomo_speech::tts::{FliteTts, TextToSpeech};
 
 /// Whisper base (multilingual) from the model store; missing → skipped outside CI, a failure in CI.
 fn recognizer() -> Option<Box<dyn SpeechToText>> {
-    let model = common::models_root().join("whisper/ggml-base.bin");
+    let model = common::models_root().join("whisper/ggml-base-q8_0.bin");
     if !model.is_file() {
         let message = format!("{} is missing (run `tomo models install`)", model.display());
         assert!(std::env::var_os("CI").is_none(), "{message}");

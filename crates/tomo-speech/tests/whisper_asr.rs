@@ -97,7 +97,7 @@ fn tiny_en_transcribes_espeak_speech() {
 
 #[test]
 fn base_transcribes_flite_speech() {
-    let Some(asr) = engine("ggml-base.bin", "base_transcribes_flite_speech") else {
+    let Some(asr) = engine("ggml-base-q8_0.bin", "base_transcribes_flite_speech") else {
         return;
     };
     let wer = corpus_wer(&asr, || Voice::FliteSlt);
@@ -107,7 +107,7 @@ fn base_transcribes_flite_speech() {
 
 #[test]
 fn base_transcribes_short_turns() {
-    let Some(asr) = engine("ggml-base.bin", "base_transcribes_short_turns") else {
+    let Some(asr) = engine("ggml-base-q8_0.bin", "base_transcribes_short_turns") else {
         return;
     };
     let flite = sentences_wer(&asr, || Voice::FliteSlt, SHORT_TURNS);
@@ -124,7 +124,7 @@ fn base_transcribes_short_turns() {
 #[test]
 fn a_recognition_gives_up_midway_once_its_words_go_stale() {
     let Some(asr) = engine(
-        "ggml-base.bin",
+        "ggml-base-q8_0.bin",
         "a_recognition_gives_up_midway_once_its_words_go_stale",
     ) else {
         return;

@@ -156,8 +156,9 @@ fn check_header(path: &Path) -> Result<(), HeaderError> {
 }
 
 /// Encoder positions for `samples` of 16 kHz audio: 50 per second plus a margin, but never below 384 of
-/// the model's 1500. Encoder time follows the window: on the 2-core machine (base, 2 threads, the spoken
-/// benchmark questions of 2-3 s) ASR took 445 ms at a floor of 512, 343 ms at 384, 253 ms at 256. At 256
+/// the model's 1500. Encoder time follows the window: on the 2-core machine (base at f16, 2 threads, the
+/// spoken benchmark questions of 2-3 s) ASR took 445 ms at a floor of 512, 343 ms at 384, 253 ms at 256
+/// (the q8_0 weights now installed take about a quarter less). At 256
 /// short turns garble (tests/whisper_asr.rs `base_transcribes_short_turns`: "What time is it? What time is
 /// it?", flite WER 0.23); at 384 they read as at 512 (flite WER 0 both; espeak-ng 0.23-0.27 against 0.18, one
 /// or two words of 22), and the longer sentences are word for word the same.
@@ -266,7 +267,27 @@ impl SpeechToText for WhisperAsr {
 }
 
 impl WhisperAsr {
+    /// Each recognition runs on a thread of its own. On a CPU with AMX, ggml's q8_0 kernels configure
+    /// the tile registers once per thread and trust that configuration afterwards; ONNX Runtime's int8
+    /// kernels (Kokoro, the VAD) configure them their own way. On one shared thread the second
+    /// recognition after a Kokoro sentence came out as garbage ("The", "Dr": 9 of 10 sentences lost in
+    /// `tests/tts_kokoro.rs`); tile state is per thread, so a fresh thread always starts clean.
     fn recognize(&self, samples: &[f32], stale: Option<&Stale>) -> Result<Transcript, AsrError> {
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("tomo-whisper".into())
+                .spawn_scoped(scope, || self.recognize_here(samples, stale))
+                .map_err(|e| AsrError::Failed(format!("cannot start a recognition thread: {e}")))?
+                .join()
+                .map_err(|_| AsrError::Failed("the recognition thread panicked".into()))?
+        })
+    }
+
+    fn recognize_here(
+        &self,
+        samples: &[f32],
+        stale: Option<&Stale>,
+    ) -> Result<Transcript, AsrError> {
         let language = if self.multilingual {
             self.config.language.clone()
         } else {
