@@ -152,7 +152,11 @@ pub fn run() -> ExitCode {
                 let handle = app.handle().clone();
                 instance.serve(move || single_instance::bring_forward(&handle));
             }
-            tray::build(app.handle())?;
+            // Without a tray the window still works (it has its own close): a desktop without a
+            // StatusNotifier host, or an icon folder that cannot be written, does not stop the app.
+            if let Err(error) = tray::build(app.handle()) {
+                tracing::warn!(%error, "no tray icon");
+            }
             pet::spawn_cursor_poll(app.handle().clone());
             if pet_mode && let Err(error) = pet::set_pet_mode(app.handle(), true) {
                 tracing::warn!(%error, "cannot start in pet mode");

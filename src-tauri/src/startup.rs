@@ -198,8 +198,8 @@ mod tests {
             message.contains("speech recognition (Whisper)"),
             "{message}"
         );
-        // 2.3 MB + 148 MB in the manifest.
-        assert!(message.contains("about 151 MB"), "{message}");
+        // 2.3 MB + 82 MB (whisper base, 8-bit) in the manifest: what lands on disk.
+        assert!(message.contains("about 85 MB"), "{message}");
         assert!(
             message.contains("/home/me/.local/share/tomo/models"),
             "{message}"

@@ -1,5 +1,6 @@
 //! The tray menu: show/hide, pet mode, mute microphone, switch character, quit.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
@@ -24,6 +25,34 @@ pub struct TrayItems {
     pet: CheckMenuItem<Wry>,
     mute: CheckMenuItem<Wry>,
     autostart: CheckMenuItem<Wry>,
+}
+
+/// Where the tray's icon file goes (on Linux the panel reads the icon from a file). The tray's own
+/// default is `/tmp/tray-icon` when `$XDG_RUNTIME_DIR` is unset: one folder for every user of the
+/// machine, so whoever made it first owns it — the next user's app could not write its icon there
+/// (the package test met exactly that), and another local user could plant files in it. Ours is the
+/// user's own: the runtime folder when there is one, else the app's cache folder, readable only by them.
+fn icon_dir(app: &AppHandle) -> Option<PathBuf> {
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|dir| !dir.is_empty()) {
+        Some(runtime) => PathBuf::from(runtime).join("tomo-tray"),
+        None => app.path().app_cache_dir().ok()?.join("tray"),
+    };
+    match private_dir(&dir) {
+        Ok(()) => Some(dir),
+        Err(error) => {
+            tracing::warn!(dir = %dir.display(), %error, "cannot make the tray icon's folder");
+            None
+        }
+    }
+}
+
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
 }
 
 pub fn build(app: &AppHandle) -> tauri::Result<()> {
@@ -70,6 +99,9 @@ pub fn build(app: &AppHandle) -> tauri::Result<()> {
         .on_menu_event(|app, event| on_menu(app, event.id().as_ref()));
     if let Some(icon) = app.default_window_icon() {
         tray = tray.icon(icon.clone());
+    }
+    if let Some(dir) = icon_dir(app) {
+        tray = tray.temp_dir_path(dir);
     }
     tray.build(app)?;
     app.manage(TrayItems {
@@ -175,5 +207,31 @@ fn send(app: &AppHandle, op: Op) {
                 tracing::warn!("the session has ended");
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn mode(dir: &Path) -> u32 {
+        std::fs::metadata(dir).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn the_icon_folder_is_made_for_its_user_only() {
+        let root = tempfile::tempdir().unwrap();
+        let fresh = root.path().join("cache/tomo/tray");
+        private_dir(&fresh).unwrap();
+        assert_eq!(mode(&fresh), 0o700);
+        // A folder left open to others (an older version, a umask) is closed again.
+        let open = root.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(&open).unwrap();
+        assert_eq!(mode(&open), 0o700);
     }
 }
