@@ -467,7 +467,13 @@ impl Worker {
         use cpal::ErrorKind;
         match error.kind() {
             // Glitches and reroutes: the stream keeps running.
-            ErrorKind::Xrun | ErrorKind::DeviceChanged | ErrorKind::RealtimeDenied => {
+            ErrorKind::Xrun => {
+                tracing::debug!(%error, "capture overrun: samples lost");
+                if let Some(clock) = self.clock.as_mut() {
+                    clock.samples_lost();
+                }
+            }
+            ErrorKind::DeviceChanged | ErrorKind::RealtimeDenied => {
                 tracing::debug!(%error, "capture glitch");
             }
             _ => self.lost(error.to_string()),

@@ -85,16 +85,26 @@ pub async fn run(
     let idle_cpu = idle_cpu(Duration::from_secs(10)).await;
 
     let mut turns = Vec::new();
+    let mut self_interrupted = 0;
     for turn in 0..args.n {
         let question = &questions[turn % questions.len()];
         let from = ear.len();
         play(&mouth, question.clone())?;
-        let report = answer(&mut events, Duration::from_secs(40)).await;
+        let answered = answer(&mut events, Duration::from_secs(40)).await;
         // The answer's tail and the device's buffer reach the recording a little later.
         tokio::time::sleep(Duration::from_millis(700)).await;
-        let Some(report) = report else {
-            eprintln!("turn {turn}: no answer was played (nothing heard?)");
-            continue;
+        let report = match answered {
+            Answered::Whole(report) => report,
+            Answered::Interrupted => {
+                // Nobody talks over the answers here: the character heard itself.
+                self_interrupted += 1;
+                eprintln!("turn {turn}: the answer was interrupted (nobody spoke over it)");
+                continue;
+            }
+            Answered::Nothing => {
+                eprintln!("turn {turn}: no answer was played (nothing heard?)");
+                continue;
+            }
         };
         let recording = ear.since(from);
         match heard_gap(&recording) {
@@ -137,6 +147,12 @@ pub async fn run(
             percentile(&values, 90)
         );
     };
+    if args.barge_in {
+        println!(
+            "  answers the character interrupted itself (no user speech): {self_interrupted} of {}",
+            args.n
+        );
+    }
     column(
         "last word heard -> first answer sound heard",
         turns.iter().map(|t| t.heard_gap).collect(),
@@ -228,17 +244,27 @@ fn play(mouth: &RodioOutput, audio: Audio) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Waits for the next voice turn to play its answer; its latency report, or `None` after `timeout`.
+/// How a turn's answer went.
+enum Answered {
+    /// Played to its end; its latency report.
+    Whole(Turn),
+    /// Cut off (by the listener, since nobody else speaks).
+    Interrupted,
+    /// Nothing within the time allowed.
+    Nothing,
+}
+
+/// Waits for the next voice turn to play its answer to the end.
 async fn answer(
     events: &mut mpsc::UnboundedReceiver<EventEnvelope>,
     timeout: Duration,
-) -> Option<Turn> {
+) -> Answered {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut report = None;
     loop {
-        let envelope = tokio::time::timeout_at(deadline, events.recv())
-            .await
-            .ok()??;
+        let Ok(Some(envelope)) = tokio::time::timeout_at(deadline, events.recv()).await else {
+            return Answered::Nothing;
+        };
         match envelope.event {
             Event::LatencyReport {
                 end_of_turn_ms,
@@ -257,8 +283,12 @@ async fn answer(
                     first_audio,
                 });
             }
-            Event::PlaybackDrained { .. } if report.is_some() => return report,
-            Event::TurnAborted { .. } => return None,
+            Event::PlaybackDrained { .. } => {
+                if let Some(report) = report.take() {
+                    return Answered::Whole(report);
+                }
+            }
+            Event::TurnAborted { .. } => return Answered::Interrupted,
             _ => {}
         }
     }

@@ -21,6 +21,8 @@ use crate::SAMPLE_RATE;
 pub const CHUNK: usize = 64;
 /// AEC3's levels (noise floors, render activity) are tuned for 16-bit sample values.
 const SCALE: f32 = 32_768.0;
+/// A reference sample above this (-60 dBFS) is the character making a sound.
+const SOUNDING: f32 = 0.001;
 
 /// Which of AEC3's outputs leaves the canceller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -46,6 +48,12 @@ pub struct EchoConfig {
     /// With nothing played for this long (echo tail included), frames pass through untouched and
     /// AEC3 rests: idle listening costs nothing extra. Its adapted filter is kept for the next answer.
     pub idle_after: Duration,
+    /// Until AEC3 has heard this much of the character (blocks whose reference is not silent), what
+    /// comes out is silence: a fresh AEC3 lets the first echo through untouched. Through the null-sink
+    /// loop the session's first answer came out of it at −18 to −15 dBFS for its first ≈ 100 ms (then
+    /// under −55 dBFS), the VAD called that speech and held on to it, and the character stopped itself.
+    /// The cost: words spoken over the first half second the character ever says are not heard.
+    pub warm_up: Duration,
     pub output: EchoOutput,
 }
 
@@ -54,6 +62,7 @@ impl Default for EchoConfig {
         Self {
             reference_lead: Duration::from_millis(20),
             idle_after: Duration::from_millis(1_500),
+            warm_up: Duration::from_millis(500),
             output: EchoOutput::default(),
         }
     }
@@ -87,6 +96,8 @@ pub struct EchoCanceller {
     reference_chunk: Vec<f32>,
     /// Chunks that went through AEC3 (not passed through idle).
     cancelled_chunks: u64,
+    /// Samples of sounding reference AEC3 must still hear before its output is let through.
+    warm_up_left: i64,
 }
 
 impl std::fmt::Debug for EchoCanceller {
@@ -120,6 +131,7 @@ impl EchoCanceller {
             output: VecDeque::with_capacity(CHUNK * 16),
             reference_chunk: vec![0.0; CHUNK],
             cancelled_chunks: 0,
+            warm_up_left: samples(config.warm_up),
         }
     }
 
@@ -254,11 +266,18 @@ impl EchoCanceller {
             Some(&mut self.linear_block),
             &mut self.capture_block,
         );
-        let cleaned = match self.output_kind {
-            EchoOutput::Linear => self.linear_block.view(0, 0),
-            EchoOutput::Suppressed => self.capture_block.view(0, 0),
-        };
-        self.output.extend(cleaned.iter().map(|&s| s / SCALE));
+        if self.warm_up_left > 0 {
+            if self.reference_chunk.iter().any(|s| s.abs() > SOUNDING) {
+                self.warm_up_left -= CHUNK as i64;
+            }
+            self.output.extend([0.0; CHUNK]);
+        } else {
+            let cleaned = match self.output_kind {
+                EchoOutput::Linear => self.linear_block.view(0, 0),
+                EchoOutput::Suppressed => self.capture_block.view(0, 0),
+            };
+            self.output.extend(cleaned.iter().map(|&s| s / SCALE));
+        }
         self.cancelled_chunks += 1;
         // Every 2 s of cancelling: how well it works (RUST_LOG=tomo_audio=debug).
         if self.cancelled_chunks.is_multiple_of(500) {
