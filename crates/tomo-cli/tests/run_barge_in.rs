@@ -23,8 +23,9 @@ const STORY: &str = "Once upon a time a small grey cat lived on a windowsill in 
     And every night she purred until the whole house fell asleep.";
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "full duplex is opt-in: on the loaded 2-core null-sink loop the echo path shifts after underruns and \
-            the character still hears itself in some turns (README, Live conversation); run with --ignored"]
+#[ignore = "full duplex is opt-in: passes 9 of 10 runs on the 2-core null-sink loop (a cut-in whose start AEC3 \
+            suppressed was heard as 'thank you.'), not yet dependable enough for CI (README, Benchmarks); run with \
+            --ignored"]
 async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next_turn() {
     if !device_ready(&[
         "silero-vad",
