@@ -204,7 +204,7 @@ tray() {
     while [[ "$tray_reply" == '{"registered"'* ]]; do tray_read; done
 }
 # Waits up to 10 s for a line of the app's log (plain text: NO_COLOR).
-await_log() { for _ in $(seq 100); do grep -q "$1" "$app_log" && return 0; sleep 0.1; done; return 1; }
+await_log() { for _ in $(seq "${2:-100}"); do grep -q "$1" "$app_log" && return 0; sleep 0.1; done; return 1; }
 # Asks python about the last reply: `tray_json 'EXPR'` exits non-zero unless EXPR (over `r`) is true.
 tray_json() { /usr/bin/python3 -c "import json,sys; r=json.loads(sys.argv[1]); sys.exit(0 if ($1) else 1)" "$tray_reply"; }
 # Sets `toggle` to the check state of a menu item, by label (0, 1, or None when it has none). Not inside
@@ -229,6 +229,8 @@ pet_toggle="$toggle"
 toggle_of 'Mute microphone'
 [ "$pet_toggle" = 0 ] && [ "$toggle" = 0 ] || fail "the tray's check marks do not start unchecked ($pet_toggle, $toggle)"
 echo "ok: the tray icon registered with its menu ($labels)"
+# The menu is there before the session: an op clicked before it is up is ignored (the log says so).
+await_log "session ready character=" 300 || fail "the session did not start behind the tray"
 
 visible() { xdotool search --onlyvisible --name '^Tomo$' >/dev/null 2>&1; }
 tray click Show / hide

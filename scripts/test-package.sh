@@ -200,6 +200,8 @@ labels="$(tray_field labels)"
 for want in Hana Kuro Kuma Mira; do
     [[ "|$labels|" == *"|$want|"* ]] || fail "the tray's Character menu has no \"$want\" (it has: $labels)"
 done
+# A character picked before the session is up is not queued (the app says so in its log): wait for it.
+await_log "session ready character=Hana" 300 || fail "the session did not start with the user's profile present"
 tray click Mira
 await_log "session ready character=Mira" || fail "switching to the user's profile Mira did not work"
 echo "ok: a profile dropped into ~/.config/tomo/profiles is listed with the bundled ones and switches ($labels)"

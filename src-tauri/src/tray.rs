@@ -201,13 +201,16 @@ fn send(app: &AppHandle, op: Op) {
             return;
         }
     };
-    if let Some(ops) = state.ops() {
-        tauri::async_runtime::spawn(async move {
-            if ops.send(op).await.is_err() {
-                tracing::warn!("the session has ended");
-            }
-        });
-    }
+    let Some(ops) = state.ops() else {
+        // Still starting (models loading) or failed to start: there is no session to act on yet.
+        tracing::warn!("tray op ignored: the session is not running yet");
+        return;
+    };
+    tauri::async_runtime::spawn(async move {
+        if ops.send(op).await.is_err() {
+            tracing::warn!("the session has ended");
+        }
+    });
 }
 
 #[cfg(test)]
