@@ -39,6 +39,22 @@ pub fn piper(speed: f32) -> Option<PiperTts> {
     Some(PiperTts::new(&model, &config, &runtime, speed).expect("Piper voice loads"))
 }
 
+/// The Piper voice with its sampling noise turned off (`noise_scale` and `noise_w` 0 in a copy of its
+/// config): the same ids then give the same audio, so a test can compare two syntheses exactly.
+pub fn piper_without_noise(dir: &std::path::Path, speed: f32) -> Option<PiperTts> {
+    let root = models_root();
+    let (model, config) = tts::piper_voice_paths(&root, VOICE);
+    piper(1.0)?;
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    json["inference"]["noise_scale"] = 0.0.into();
+    json["inference"]["noise_w"] = 0.0.into();
+    let quiet = dir.join("voice.onnx.json");
+    std::fs::write(&quiet, json.to_string()).unwrap();
+    let runtime = tts::runtime_path(&root);
+    Some(PiperTts::new(&model, &quiet, &runtime, speed).expect("Piper voice loads"))
+}
+
 /// A Kokoro voice at `speed`, or `None` (after printing why) when the store lacks Kokoro outside CI.
 pub fn kokoro(voice: &str, speed: f32) -> Option<KokoroTts> {
     let root = models_root();
