@@ -71,8 +71,14 @@ fn a_one_second_tone_drains_no_sooner_than_one_second() {
         "drained after {elapsed:?}"
     );
     assert_eq!(names(&log), vec!["start tone", "finish tone"]);
+    // `on_start` runs when the playback thread hears of the first pull, which a loaded machine can delay
+    // by more than the device buffer that `on_finish` waits on top of the clip's length.
     let events = log.lock().unwrap().clone();
-    assert!(events[1].1 - events[0].1 >= Duration::from_secs(1));
+    let start_to_finish = events[1].1 - events[0].1;
+    assert!(
+        start_to_finish >= Duration::from_millis(900),
+        "finished {start_to_finish:?} after it started"
+    );
 }
 
 #[test]

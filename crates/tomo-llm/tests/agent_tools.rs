@@ -323,8 +323,13 @@ async fn interrupt_during_tools_cancels_them() {
         .unwrap();
     let cancel = CancellationToken::new();
     let canceller = cancel.clone();
+    // Cancel once the tool is running (a fixed delay raced the HTTP round trip on a loaded machine).
+    let running = Arc::clone(&started);
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        while running.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
         canceller.cancel();
     });
     let run = run_with_cancel(

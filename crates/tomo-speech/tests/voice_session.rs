@@ -154,11 +154,12 @@ async fn after_playback_fires_once_the_last_sentence_has_played() {
     let stamps = stamps.lock().unwrap();
     let (after_turn, after_playback) = (stamps.after_turn.unwrap(), stamps.after_playback.unwrap());
     assert!(after_turn < after_playback);
-    // The sink drained only after the device had time to play every sample (a few ms of slack for the
-    // event hop between the device thread and this test).
+    // The sink drained only after the device had time to play every sample. The start is stamped when
+    // this test receives `AudioStarted`, several thread hops after the device pulled the first sample:
+    // slack for those hops on a loaded machine (the audio lasts seconds, so an early drain still shows).
     let played = after_playback.duration_since(first_audio.unwrap());
     assert!(
-        played + Duration::from_millis(30) >= spoken,
+        played + Duration::from_millis(150) >= spoken,
         "drained after {played:?}, audio lasts {spoken:?}"
     );
 }
