@@ -8,8 +8,9 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 
 # Debian packages the build needs. Installed only when missing (apt-get is slow even when it has nothing to do).
-# cmake/clang: whisper.cpp (whisper-rs); libasound2-dev: cpal; espeak-ng: Piper phonemes and a fallback
-# voice; flite: fallback voice; pulseaudio + alsa plugins: a real (null) sound device for tests; sox: test audio;
+# cmake/clang: whisper.cpp (whisper-rs); libasound2-dev: cpal; libpulse-dev: the microphone read from the sound
+# server; espeak-ng: Piper phonemes and a fallback voice; flite: fallback voice; pulseaudio + alsa plugins: a
+# real (null) sound device for tests; sox: test audio;
 # chromium: the web UI's end-to-end tests (driven by playwright-core, which downloads no browser);
 # libxcb*/libxrandr/pipewire/wayland/egl/gbm: xcap (screen capture).
 # The desktop app (src-tauri): WebKitGTK 4.1, GTK 3, libsoup 3, the tray (ayatana appindicator), librsvg,
@@ -20,7 +21,7 @@ if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"; fi
 # (gtk-launch: the package test starts the app from its installed launcher entry).
 # mecab + mecab-ipadic-utf8: word pronunciations for Kokoro's Japanese voices.
 TOMO_APT_PACKAGES=(build-essential pkg-config curl ca-certificates python3 python3-venv cmake clang libclang-dev
-    libasound2-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox chromium
+    libasound2-dev libpulse-dev libasound2-plugins alsa-utils pulseaudio pulseaudio-utils espeak-ng flite sox chromium
     libxcb1-dev libxrandr-dev libxcb-randr0-dev libxcb-shm0-dev libpipewire-0.3-dev libwayland-dev libegl-dev
     libgbm-dev
     libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev libjavascriptcoregtk-4.1-dev librsvg2-dev

@@ -11,9 +11,11 @@
 //! With an echo reference ([`CaptureConfig::echo_reference`]), the 16 kHz frames go through the echo
 //! canceller here, stamped with the time they were recorded, before anyone (the VAD) sees them.
 //!
-//! Device names are those of the default cpal host (ALSA on Linux: "Default Audio Device", "pulse",
-//! hardware cards...). Under PulseAudio the default device records the server's default source, so a
-//! specific Pulse source (e.g. `nullsink.monitor`) is chosen with `pactl set-default-source`.
+//! The default microphone is read straight from the sound server when one answers (PulseAudio, or
+//! PipeWire's pulse server: [`pulse`]), else through cpal. Device names are those of the default cpal host
+//! (ALSA on Linux: "Default Audio Device", "pulse", hardware cards...); a named device always goes through
+//! cpal. Under PulseAudio the default records the server's default source, so a specific Pulse source
+//! (e.g. `nullsink.monitor`) is chosen with `pactl set-default-source`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +30,8 @@ use crate::device_clock::StreamClock;
 use crate::echo::{EchoCanceller, EchoConfig, RenderReference};
 use crate::resample::StreamResampler;
 use crate::{FRAME_SAMPLES, SAMPLE_RATE};
+
+mod pulse;
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CaptureError {
@@ -71,8 +75,12 @@ pub struct CaptureConfig {
     /// reports no error when the server goes away, the callbacks just stop; the first callback can
     /// take about a second, so keep this well above that.
     pub stall_timeout: Duration,
-    /// The device's period (how much audio each callback brings); `None`: the device's default.
+    /// The device's period (how much audio each callback brings) through cpal; `None`: the device's
+    /// default.
     pub period: Option<Duration>,
+    /// Read the default microphone straight from the sound server when one answers (else, and for a
+    /// named device, through cpal).
+    pub sound_server: bool,
     /// What the speakers play (fed by the playback side): with it, frames are echo-cancelled.
     pub echo_reference: Option<RenderReference>,
     pub echo: EchoConfig,
@@ -86,6 +94,7 @@ impl Default for CaptureConfig {
             retry_interval: Duration::from_secs(2),
             stall_timeout: Duration::from_secs(3),
             period: Some(Duration::from_millis(5)),
+            sound_server: true,
             echo_reference: None,
             echo: EchoConfig::default(),
         }
@@ -110,6 +119,17 @@ enum Msg {
         stream: u64,
         error: cpal::Error,
     },
+    /// The sound server's recording of stream number `stream` ended.
+    Failed {
+        stream: u64,
+        message: String,
+    },
+}
+
+/// Where the open stream's samples come from.
+enum Source {
+    Device(cpal::Stream),
+    SoundServer(pulse::PulseStream),
 }
 
 /// Handle to the capture thread. Dropping it shuts the thread down.
@@ -263,7 +283,7 @@ struct Worker {
     frames: SyncSender<Vec<f32>>,
     status: Sender<CaptureStatus>,
     dropped: Arc<AtomicU64>,
-    stream: Option<cpal::Stream>,
+    stream: Option<Source>,
     /// Name of the open device.
     current: Option<String>,
     /// Increments with every opened stream, so samples from a closed one are ignored.
@@ -319,7 +339,10 @@ impl Worker {
                 Some(Msg::StreamError { stream, error }) if stream == self.stream_id => {
                     self.stream_error(&error);
                 }
-                Some(Msg::Samples { .. } | Msg::StreamError { .. }) => {}
+                Some(Msg::Failed { stream, message }) if stream == self.stream_id => {
+                    self.lost(message);
+                }
+                Some(Msg::Samples { .. } | Msg::StreamError { .. } | Msg::Failed { .. }) => {}
                 None if self.retry_at.is_some() => self.retry(),
                 None => self.check_stall(),
             }
@@ -349,8 +372,11 @@ impl Worker {
     }
 
     fn close(&mut self) {
-        if let Some(stream) = self.stream.take() {
-            release(stream);
+        match self.stream.take() {
+            Some(Source::Device(stream)) => release(stream),
+            // Stops after its current 10 ms read.
+            Some(Source::SoundServer(stream)) => drop(stream),
+            None => {}
         }
         self.current = None;
         self.stream_id += 1;
@@ -362,6 +388,21 @@ impl Worker {
 
     fn open(&mut self) -> Result<String, CaptureError> {
         self.close();
+        if self.config.device.is_none() && self.config.sound_server {
+            match pulse::open(self.stream_id, &self.tx) {
+                Ok(stream) => {
+                    return self.opened(
+                        Source::SoundServer(stream),
+                        pulse::DEVICE_NAME.into(),
+                        SAMPLE_RATE,
+                        1,
+                    );
+                }
+                Err(reason) => {
+                    tracing::debug!(%reason, "no sound server to record from; through the audio device")
+                }
+            }
+        }
         let device = find_input_device(self.config.device.as_deref())?;
         let name = device_name(&device).unwrap_or_else(|| "unnamed device".into());
         let open_failed = |message: String| CaptureError::Open {
@@ -403,18 +444,36 @@ impl Worker {
         }
         .map_err(|e| open_failed(e.to_string()))?;
         stream.play().map_err(|e| open_failed(e.to_string()))?;
-        self.resampler = Some(
-            StreamResampler::new(config.sample_rate, SAMPLE_RATE)
-                .map_err(|e| open_failed(e.to_string()))?,
-        );
+        self.opened(
+            Source::Device(stream),
+            name,
+            config.sample_rate,
+            config.channels,
+        )
+    }
+
+    /// Takes over a started stream delivering `rate` Hz (downmixed from `channels`).
+    fn opened(
+        &mut self,
+        stream: Source,
+        name: String,
+        rate: u32,
+        channels: u16,
+    ) -> Result<String, CaptureError> {
+        let resampler =
+            StreamResampler::new(rate, SAMPLE_RATE).map_err(|e| CaptureError::Open {
+                device: name.clone(),
+                message: e.to_string(),
+            })?;
+        self.resampler = Some(resampler);
         self.stream = Some(stream);
         self.current = Some(name.clone());
         self.last_audio = Instant::now();
-        tracing::info!(device = %name, rate = config.sample_rate, channels, "capture started");
+        tracing::info!(device = %name, rate, channels, "capture started");
         let _ = self.status.send(CaptureStatus::Started {
             device: name.clone(),
-            sample_rate: config.sample_rate,
-            channels: config.channels,
+            sample_rate: rate,
+            channels,
         });
         Ok(name)
     }

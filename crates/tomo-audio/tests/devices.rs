@@ -204,21 +204,41 @@ fn an_unknown_input_device_is_a_clear_error_listing_the_devices() {
     capture.shutdown();
 }
 
+/// The default microphone is read from the sound server itself (PulseAudio's simple API).
 #[test]
 fn speech_played_to_the_null_sink_is_captured_back_at_16k() {
-    let Some(out) = output() else { return };
+    if let Some(device) = speech_is_captured_back(CaptureConfig::default()) {
+        assert_eq!(device, "sound server default source");
+    }
+}
+
+/// Without the sound server's API (or for a named device), through cpal and ALSA's pulse plugin.
+#[test]
+fn speech_is_captured_back_through_alsa_too() {
+    if let Some(device) = speech_is_captured_back(CaptureConfig {
+        sound_server: false,
+        ..CaptureConfig::default()
+    }) {
+        assert!(!device.contains("sound server"), "{device}");
+    }
+}
+
+/// Plays a spoken sentence to the null sink and checks it comes back through `config`'s capture as 16 kHz
+/// frames the VAD finds speech in. Returns the capture's device name (`None`: skipped).
+fn speech_is_captured_back(config: CaptureConfig) -> Option<String> {
+    let out = output()?;
     let dir = tempfile::tempdir().unwrap();
     let wav = dir.path().join("speech.wav");
     if !common::espeak(
         "Good morning, I would like a cup of green tea, please.",
         &wav,
     ) {
-        return;
+        return None;
     }
     let speech = tomo_audio::read_wav_mono(&wav).unwrap();
     let speech_secs = speech.duration_secs();
 
-    let (capture, streams) = Capture::spawn(CaptureConfig::default()).unwrap();
+    let (capture, streams) = Capture::spawn(config).unwrap();
     let device = capture.start().unwrap();
     let status = streams.status.recv_timeout(Duration::from_secs(5)).unwrap();
     assert!(
@@ -256,9 +276,7 @@ fn speech_played_to_the_null_sink_is_captured_back_at_16k() {
     );
     assert_eq!(capture.dropped_frames(), 0);
 
-    let Some((model, runtime)) = common::silero_paths() else {
-        return;
-    };
+    let (model, runtime) = common::silero_paths()?;
     let vad = SileroVad::new(&model, &runtime).unwrap();
     let mut segmenter = Segmenter::new(vad, &SegmenterConfig::default());
     let mut segments = Vec::new();
@@ -278,4 +296,5 @@ fn speech_played_to_the_null_sink_is_captured_back_at_16k() {
         "the VAD found no speech in the captured audio"
     );
     capture.shutdown();
+    Some(device)
 }
