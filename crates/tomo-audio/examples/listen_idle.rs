@@ -77,7 +77,7 @@ fn main() -> anyhow::Result<()> {
     let settle = Instant::now() + Duration::from_secs(2);
     while Instant::now() < settle {
         if let Ok(frame) = streams.frames.recv_timeout(Duration::from_millis(500)) {
-            segmenter.push(&frame)?;
+            segmenter.push(&frame.samples)?;
         }
     }
     let before = thread_ticks();
@@ -86,7 +86,7 @@ fn main() -> anyhow::Result<()> {
     let mut events = 0_usize;
     while started.elapsed() < Duration::from_secs(seconds) {
         if let Ok(frame) = streams.frames.recv_timeout(Duration::from_millis(500)) {
-            events += segmenter.push(&frame)?.len();
+            events += segmenter.push(&frame.samples)?.len();
             frames += 1;
         }
     }

@@ -27,7 +27,7 @@ use rodio::cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use rodio::cpal::{self, FromSample, SampleFormat, SizedSample};
 
 use crate::device_clock::StreamClock;
-use crate::echo::{EchoCanceller, EchoConfig, RenderReference};
+use crate::echo::{BlockLevel, CHUNK, EchoCanceller, EchoConfig, RenderReference};
 use crate::resample::StreamResampler;
 use crate::{FRAME_SAMPLES, SAMPLE_RATE};
 
@@ -139,9 +139,19 @@ pub struct Capture {
     thread: Option<JoinHandle<()>>,
 }
 
-/// 16 kHz mono frames of [`FRAME_SAMPLES`] samples, and status events.
+/// A 16 kHz mono microphone frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MicFrame {
+    /// [`FRAME_SAMPLES`] samples, echo-cancelled when there is a reference.
+    pub samples: Vec<f32>,
+    /// How much of the microphone's energy the echo canceller let through, in dB: 0 when it passed
+    /// the frame untouched; far below 0 when what it heard was the character's own voice.
+    pub echo_kept_db: f32,
+}
+
+/// Microphone frames, and status events.
 pub struct CaptureStreams {
-    pub frames: Receiver<Vec<f32>>,
+    pub frames: Receiver<MicFrame>,
     pub status: Receiver<CaptureStatus>,
 }
 
@@ -215,6 +225,7 @@ impl Capture {
             resampler: None,
             pending: Vec::with_capacity(FRAME_SAMPLES * 2),
             cleaned: Vec::with_capacity(FRAME_SAMPLES * 4),
+            cleaned_levels: Vec::with_capacity(FRAME_SAMPLES * 4 / CHUNK),
             running: false,
             retry_at: None,
             last_audio: Instant::now(),
@@ -280,7 +291,7 @@ struct Worker {
     clock: Option<StreamClock>,
     config: CaptureConfig,
     tx: Sender<Msg>,
-    frames: SyncSender<Vec<f32>>,
+    frames: SyncSender<MicFrame>,
     status: Sender<CaptureStatus>,
     dropped: Arc<AtomicU64>,
     stream: Option<Source>,
@@ -292,6 +303,8 @@ struct Worker {
     pending: Vec<f32>,
     /// Echo-cancelled 16 kHz samples not yet handed on as a whole frame.
     cleaned: Vec<f32>,
+    /// The level of each block of [`CHUNK`] samples of `cleaned`.
+    cleaned_levels: Vec<BlockLevel>,
     running: bool,
     retry_at: Option<Instant>,
     /// When the open stream last delivered samples (or was opened).
@@ -384,6 +397,7 @@ impl Worker {
         self.clock = None;
         self.pending.clear();
         self.cleaned.clear();
+        self.cleaned_levels.clear();
     }
 
     fn open(&mut self) -> Result<String, CaptureError> {
@@ -496,19 +510,36 @@ impl Worker {
         }
         let whole = self.pending.len() / FRAME_SAMPLES * FRAME_SAMPLES;
         for frame in self.pending[..whole].chunks_exact(FRAME_SAMPLES) {
-            match (self.echo.as_mut(), self.clock.as_mut()) {
-                (Some(echo), Some(clock)) => match clock.next_frame(FRAME_SAMPLES) {
-                    Some(at) => self.cleaned.extend(echo.process(frame, at)),
-                    None => self.cleaned.extend_from_slice(frame),
-                },
-                _ => self.cleaned.extend_from_slice(frame),
+            let at = self
+                .clock
+                .as_mut()
+                .filter(|_| self.echo.is_some())
+                .and_then(|clock| clock.next_frame(FRAME_SAMPLES));
+            match (self.echo.as_mut(), at) {
+                (Some(echo), Some(at)) => {
+                    self.cleaned.extend(echo.process(frame, at));
+                    self.cleaned_levels.extend(echo.take_levels());
+                }
+                _ => {
+                    self.cleaned.extend_from_slice(frame);
+                    self.cleaned_levels
+                        .extend(frame.chunks(CHUNK).map(BlockLevel::untouched));
+                }
             }
         }
         self.pending.drain(..whole);
         // The canceller may hold blocks back while their reference is being played: frames go on whole.
         let ready = self.cleaned.len() / FRAME_SAMPLES * FRAME_SAMPLES;
-        for frame in self.cleaned[..ready].chunks_exact(FRAME_SAMPLES) {
-            match self.frames.try_send(frame.to_vec()) {
+        let blocks = FRAME_SAMPLES / CHUNK;
+        for (frame, levels) in self.cleaned[..ready]
+            .chunks_exact(FRAME_SAMPLES)
+            .zip(self.cleaned_levels.chunks(blocks))
+        {
+            let frame = MicFrame {
+                samples: frame.to_vec(),
+                echo_kept_db: BlockLevel::kept_db(levels),
+            };
+            match self.frames.try_send(frame) {
                 Ok(()) => {}
                 Err(TrySendError::Full(_)) => {
                     let total = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
@@ -520,6 +551,7 @@ impl Worker {
             }
         }
         self.cleaned.drain(..ready);
+        self.cleaned_levels.drain(..ready / CHUNK);
     }
 
     fn stream_error(&mut self, error: &cpal::Error) {

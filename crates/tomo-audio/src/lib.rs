@@ -19,7 +19,8 @@ pub mod wav_output;
 
 pub use barge_in::{BargeIn, BargeInConfig, BargeInGate};
 pub use capture::{
-    Capture, CaptureConfig, CaptureError, CaptureStatus, CaptureStreams, list_input_devices,
+    Capture, CaptureConfig, CaptureError, CaptureStatus, CaptureStreams, MicFrame,
+    list_input_devices,
 };
 pub use echo::{EchoCanceller, EchoConfig, EchoOutput, RenderReference};
 pub use pcm::Audio;

@@ -213,7 +213,7 @@ impl Ear {
         std::thread::spawn(move || {
             while let Ok(frame) = streams.frames.recv() {
                 if let Ok(mut all) = sink.lock() {
-                    all.extend_from_slice(&frame);
+                    all.extend_from_slice(&frame.samples);
                 }
             }
         });

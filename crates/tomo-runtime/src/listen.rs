@@ -14,7 +14,8 @@ use std::time::Instant;
 use tokio::sync::mpsc;
 use tomo_audio::{
     BargeInConfig, BargeInGate, Capture, CaptureConfig, CaptureError, CaptureStatus,
-    CaptureStreams, EndOfTurn, ListenMode, RenderReference, Segmenter, SegmenterEvent, SileroVad,
+    CaptureStreams, EndOfTurn, ListenMode, MicFrame, RenderReference, Segmenter, SegmenterEvent,
+    SileroVad,
 };
 use tomo_protocol::{Event, Op, SessionState};
 use tomo_speech::asr::SpeechToText;
@@ -194,7 +195,7 @@ impl FrontEnd {
         }
     }
 
-    fn frame(&mut self, frame: &[f32]) -> Result<(), tomo_audio::VadError> {
+    fn frame(&mut self, frame: &MicFrame) -> Result<(), tomo_audio::VadError> {
         let (wanted, pressed) = self.flags.wanted();
         let speaking = self.flags.speaking.load(Ordering::SeqCst);
         let mut events = Vec::new();
@@ -208,7 +209,7 @@ impl FrontEnd {
                 self.segmenter.release()
             });
         }
-        events.extend(self.segmenter.push(frame)?);
+        events.extend(self.segmenter.push(&frame.samples)?);
         if speaking && !self.was_speaking {
             self.gate = BargeInGate::new(&self.barge_in);
         }
@@ -216,9 +217,17 @@ impl FrontEnd {
         let gating = speaking || self.utterance.is_some_and(|u| u.gated && !u.announced);
         if gating
             && wanted == ListenMode::HandsFree
-            && self.gate.push(self.segmenter.last_probability()).is_some()
+            && self
+                .gate
+                .push(self.segmenter.last_probability(), frame.echo_kept_db)
+                .is_some()
         {
-            tracing::debug!("barge-in: the user talks over the character");
+            // What the canceller kept of the deciding frame tells residual echo (far below 0 dB) from
+            // the user's voice over it.
+            tracing::debug!(
+                echo_kept_db = frame.echo_kept_db,
+                "barge-in: the user talks over the character"
+            );
             self.announce();
         }
         for event in events {

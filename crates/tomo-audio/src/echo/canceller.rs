@@ -24,6 +24,39 @@ const SCALE: f32 = 32_768.0;
 /// A reference sample above this (-60 dBFS) is the character making a sound.
 const SOUNDING: f32 = 0.001;
 
+/// Energy of one block of [`CHUNK`] samples as it came from the microphone and as it left the
+/// canceller: how much of the microphone it let through. The residual of the character's own voice
+/// comes out far below what the microphone heard; the user's voice over it much less so.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct BlockLevel {
+    pub input: f32,
+    pub output: f32,
+}
+
+impl BlockLevel {
+    /// A block that went through as it was.
+    pub fn untouched(samples: &[f32]) -> Self {
+        let input = energy(samples);
+        Self {
+            input,
+            output: input,
+        }
+    }
+
+    /// What a group of blocks let through, in dB (0: untouched; also for digital silence).
+    pub fn kept_db(levels: &[BlockLevel]) -> f32 {
+        const FLOOR: f32 = 1e-10;
+        let (input, output) = levels
+            .iter()
+            .fold((0.0, 0.0), |(i, o), l| (i + l.input, o + l.output));
+        10.0 * ((output + FLOOR) / (input + FLOOR)).log10()
+    }
+}
+
+fn energy(samples: &[f32]) -> f32 {
+    samples.iter().map(|s| s * s).sum()
+}
+
 /// Which of AEC3's outputs leaves the canceller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EchoOutput {
@@ -93,6 +126,8 @@ pub struct EchoCanceller {
     pending: Vec<f32>,
     pending_index: Option<i64>,
     output: VecDeque<f32>,
+    /// One per block of `output` (and of what was returned since [`EchoCanceller::take_levels`]).
+    levels: Vec<BlockLevel>,
     reference_chunk: Vec<f32>,
     /// Chunks that went through AEC3 (not passed through idle).
     cancelled_chunks: u64,
@@ -129,6 +164,7 @@ impl EchoCanceller {
             pending: Vec::with_capacity(CHUNK * 4),
             pending_index: None,
             output: VecDeque::with_capacity(CHUNK * 16),
+            levels: Vec::with_capacity(16),
             reference_chunk: vec![0.0; CHUNK],
             cancelled_chunks: 0,
             warm_up_left: samples(config.warm_up),
@@ -153,6 +189,11 @@ impl EchoCanceller {
             m.echo_return_loss_enhancement,
             m.delay_ms,
         )
+    }
+
+    /// The level of every block returned by `process`/`process_at` since the last call, in order.
+    pub fn take_levels(&mut self) -> Vec<BlockLevel> {
+        std::mem::take(&mut self.levels)
     }
 
     /// Cleans `frame`, whose first sample was recorded at `recorded_at` (live: blocks whose reference is
@@ -242,8 +283,10 @@ impl EchoCanceller {
 
     fn process_chunk(&mut self, offset: usize, index: i64) {
         let chunk = &self.pending[offset..offset + CHUNK];
+        let input = energy(chunk);
         if self.is_idle(index) {
             self.output.extend(chunk);
+            self.levels.push(BlockLevel::untouched(chunk));
             return;
         }
         self.timeline
@@ -271,12 +314,16 @@ impl EchoCanceller {
                 self.warm_up_left -= CHUNK as i64;
             }
             self.output.extend([0.0; CHUNK]);
+            self.levels.push(BlockLevel { input, output: 0.0 });
         } else {
             let cleaned = match self.output_kind {
                 EchoOutput::Linear => self.linear_block.view(0, 0),
                 EchoOutput::Suppressed => self.capture_block.view(0, 0),
             };
+            let start = self.output.len();
             self.output.extend(cleaned.iter().map(|&s| s / SCALE));
+            let output = self.output.range(start..).map(|s| s * s).sum();
+            self.levels.push(BlockLevel { input, output });
         }
         self.cancelled_chunks += 1;
         // Every 2 s of cancelling: how well it works (RUST_LOG=tomo_audio=debug).

@@ -5,5 +5,5 @@
 pub mod canceller;
 pub mod reference;
 
-pub use canceller::{EchoCanceller, EchoConfig, EchoOutput};
+pub use canceller::{BlockLevel, CHUNK, EchoCanceller, EchoConfig, EchoOutput};
 pub use reference::{ReferenceTimeline, RenderReference};

@@ -3,10 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
+use tomo_audio::echo::BlockLevel;
 use tomo_audio::{
     EchoCanceller, EchoConfig, EchoOutput, FRAME_SAMPLES, RenderReference, SileroVad,
     VoiceActivity, read_wav_mono,
 };
+
+/// A fixture's microphone after the canceller, and per frame what the canceller kept of it (dB).
+pub struct Cleaned {
+    pub samples: Vec<f32>,
+    pub kept_db: Vec<f32>,
+}
 
 pub fn fixture(case: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -20,11 +27,15 @@ pub fn json(path: &Path) -> serde_json::Value {
 
 /// The microphone of `case` (16 kHz), cleaned with the shared reference when `aec` says which output; the playback side runs
 /// 100 ms ahead of the capture, in blocks of 256 samples, as the rodio tap feeds it.
-pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Vec<f32> {
+pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Cleaned {
     let mic = read_wav_mono(&fixture(case).join("mic.wav")).unwrap();
     assert_eq!(mic.sample_rate, 16_000);
     let Some(output) = aec else {
-        return mic.samples;
+        let kept_db = vec![0.0; mic.samples.len() / FRAME_SAMPLES];
+        return Cleaned {
+            samples: mic.samples,
+            kept_db,
+        };
     };
     let played = read_wav_mono(&fixture("echo-answers").join("ref.wav")).unwrap();
     let reference = RenderReference::new();
@@ -36,6 +47,7 @@ pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Vec<f32> {
     let ratio = 16_000.0 / f64::from(played.sample_rate);
     let mut blocks = played.samples.chunks(256).enumerate().peekable();
     let mut out = Vec::with_capacity(mic.samples.len());
+    let mut levels = Vec::new();
     for (k, frame) in mic.samples.chunks_exact(FRAME_SAMPLES).enumerate() {
         let index = (k * FRAME_SAMPLES) as i64;
         while let Some((b, block)) = blocks.peek() {
@@ -47,6 +59,7 @@ pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Vec<f32> {
             blocks.next();
         }
         out.extend(canceller.process_at(frame, index));
+        levels.extend(canceller.take_levels());
         if k % 400 == 399 && std::env::var_os("ECHO_TRACE").is_some() {
             let (erl, erle, delay) = canceller.metrics();
             eprintln!(
@@ -55,7 +68,12 @@ pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Vec<f32> {
             );
         }
     }
-    out
+    let blocks = FRAME_SAMPLES / tomo_audio::echo::CHUNK;
+    let kept_db = levels.chunks(blocks).map(BlockLevel::kept_db).collect();
+    Cleaned {
+        samples: out,
+        kept_db,
+    }
 }
 
 /// Silero's speech probability for every 512-sample frame.
