@@ -441,7 +441,7 @@ impl Worker {
             match (self.echo.as_mut(), at) {
                 (Some(echo), Some(at)) => {
                     self.cleaned.extend(echo.process(frame, at));
-                    self.cleaned_levels.extend(echo.take_levels());
+                    echo.take_levels(&mut self.cleaned_levels);
                 }
                 _ => {
                     self.cleaned.extend_from_slice(frame);

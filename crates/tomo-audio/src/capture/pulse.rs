@@ -23,6 +23,8 @@ use crate::SAMPLE_RATE;
 /// How much audio each read brings. The VAD works on 32 ms frames; 10 ms keeps the end of speech from
 /// waiting on a fragment.
 const FRAGMENT: Duration = Duration::from_millis(10);
+/// [`FRAGMENT`] in 16 kHz samples.
+const FRAGMENT_SAMPLES: usize = SAMPLE_RATE as usize / 100;
 /// The name the server shows for the stream (pavucontrol's Recording tab).
 const STREAM_NAME: &str = "Tomo microphone";
 /// How long opening may take before the server counts as not answering.
@@ -80,14 +82,13 @@ fn connect() -> Result<Simple, String> {
         channels: 1,
         rate: SAMPLE_RATE,
     };
-    let fragment = (FRAGMENT.as_secs_f64() * f64::from(SAMPLE_RATE)) as u32 * 4;
     // u32::MAX: the server's choice, as the API documents it.
     let attr = BufferAttr {
         maxlength: u32::MAX,
         tlength: u32::MAX,
         prebuf: u32::MAX,
         minreq: u32::MAX,
-        fragsize: fragment,
+        fragsize: (FRAGMENT_SAMPLES * 4) as u32,
     };
     Simple::new(
         None,
@@ -103,8 +104,7 @@ fn connect() -> Result<Simple, String> {
 }
 
 fn read_until_stopped(simple: &Simple, stream: u64, tx: &Sender<Msg>, stop: &AtomicBool) {
-    let frames = (FRAGMENT.as_secs_f64() * f64::from(SAMPLE_RATE)) as usize;
-    let mut bytes = vec![0_u8; frames * 4];
+    let mut bytes = vec![0_u8; FRAGMENT_SAMPLES * 4];
     while !stop.load(Ordering::Relaxed) {
         if let Err(e) = simple.read(&mut bytes) {
             let _ = tx.send(Msg::Failed {

@@ -191,9 +191,10 @@ impl EchoCanceller {
         )
     }
 
-    /// The level of every block returned by `process`/`process_at` since the last call, in order.
-    pub fn take_levels(&mut self) -> Vec<BlockLevel> {
-        std::mem::take(&mut self.levels)
+    /// Moves the level of every block returned by `process`/`process_at` since the last call, in order,
+    /// to the end of `into`.
+    pub fn take_levels(&mut self, into: &mut Vec<BlockLevel>) {
+        into.append(&mut self.levels);
     }
 
     /// Cleans `frame`, whose first sample was recorded at `recorded_at` (live: blocks whose reference is
@@ -283,12 +284,12 @@ impl EchoCanceller {
 
     fn process_chunk(&mut self, offset: usize, index: i64) {
         let chunk = &self.pending[offset..offset + CHUNK];
-        let input = energy(chunk);
         if self.is_idle(index) {
             self.output.extend(chunk);
             self.levels.push(BlockLevel::untouched(chunk));
             return;
         }
+        let input = energy(chunk);
         self.timeline
             .read(index + self.lead, &mut self.reference_chunk);
         for (slot, &s) in self
@@ -320,10 +321,11 @@ impl EchoCanceller {
                 EchoOutput::Linear => self.linear_block.view(0, 0),
                 EchoOutput::Suppressed => self.capture_block.view(0, 0),
             };
-            let start = self.output.len();
             self.output.extend(cleaned.iter().map(|&s| s / SCALE));
-            let output = self.output.range(start..).map(|s| s * s).sum();
-            self.levels.push(BlockLevel { input, output });
+            self.levels.push(BlockLevel {
+                input,
+                output: energy(cleaned) / (SCALE * SCALE),
+            });
         }
         self.cancelled_chunks += 1;
         // Every 2 s of cancelling: how well it works (RUST_LOG=tomo_audio=debug).

@@ -59,7 +59,7 @@ pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Cleaned {
             blocks.next();
         }
         out.extend(canceller.process_at(frame, index));
-        levels.extend(canceller.take_levels());
+        canceller.take_levels(&mut levels);
         if k % 400 == 399 && std::env::var_os("ECHO_TRACE").is_some() {
             let (erl, erle, delay) = canceller.metrics();
             eprintln!(

@@ -19,9 +19,9 @@ pub fn models_root() -> PathBuf {
     }
 }
 
-/// The Piper voice at `speed`, or `None` (after printing why) when the store lacks it outside CI. In CI
-/// (`CI` set) a missing model fails the test: the CI script installs all models first.
-pub fn piper(speed: f32) -> Option<PiperTts> {
+/// The Piper voice's model, config and ONNX Runtime, or `None` (after printing why) when the store lacks
+/// one outside CI. In CI (`CI` set) a missing model fails the test: the CI script installs all models first.
+fn piper_files() -> Option<(PathBuf, PathBuf, PathBuf)> {
     let root = models_root();
     let (model, config) = tts::piper_voice_paths(&root, VOICE);
     let runtime = tts::runtime_path(&root);
@@ -36,22 +36,25 @@ pub fn piper(speed: f32) -> Option<PiperTts> {
             return None;
         }
     }
+    Some((model, config, runtime))
+}
+
+/// The Piper voice at `speed`, or `None` when the store lacks it outside CI (see [`piper_files`]).
+pub fn piper(speed: f32) -> Option<PiperTts> {
+    let (model, config, runtime) = piper_files()?;
     Some(PiperTts::new(&model, &config, &runtime, speed).expect("Piper voice loads"))
 }
 
 /// The Piper voice with its sampling noise turned off (`noise_scale` and `noise_w` 0 in a copy of its
-/// config): the same ids then give the same audio, so a test can compare two syntheses exactly.
+/// config in `dir`): the same ids then give the same audio, so a test can compare two syntheses exactly.
 pub fn piper_without_noise(dir: &std::path::Path, speed: f32) -> Option<PiperTts> {
-    let root = models_root();
-    let (model, config) = tts::piper_voice_paths(&root, VOICE);
-    piper(1.0)?;
+    let (model, config, runtime) = piper_files()?;
     let mut json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     json["inference"]["noise_scale"] = 0.0.into();
     json["inference"]["noise_w"] = 0.0.into();
     let quiet = dir.join("voice.onnx.json");
     std::fs::write(&quiet, json.to_string()).unwrap();
-    let runtime = tts::runtime_path(&root);
     Some(PiperTts::new(&model, &quiet, &runtime, speed).expect("Piper voice loads"))
 }
 
