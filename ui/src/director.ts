@@ -12,6 +12,9 @@ export type CharacterCommand =
   | CharacterCue
   | { kind: 'lipsync'; envelope: number[]; frameMs: number; durationMs: number }
   | { kind: 'stop_lipsync' }
+  /** The user talks over the answer: its sound stopped where it was (`resume_lipsync` goes on from there). */
+  | { kind: 'hold_lipsync' }
+  | { kind: 'resume_lipsync' }
   /** Speaking is over: idle motions resume (the expression stays until the next turn). */
   | { kind: 'rest' }
   /** A new turn starts from the model's default expression. */
@@ -48,6 +51,10 @@ export class Director {
           { kind: 'lipsync', envelope: ev.envelope.map((v) => v ?? 0), frameMs: ev.frame_ms, durationMs: ev.duration_ms },
         ];
       }
+      case 'answer_held':
+        return [{ kind: 'hold_lipsync' }];
+      case 'answer_resumed':
+        return [{ kind: 'resume_lipsync' }];
       case 'turn_aborted':
         this.unvoiced.clear(); // what was cut off was never said
         return [{ kind: 'stop_lipsync' }, { kind: 'rest' }];

@@ -30,6 +30,8 @@ interface Utterance {
   frameMs: number;
   durationMs: number;
   startedAt: number;
+  /** The answer is held (the user talks over it): the mouth is shut and the clock stands still. */
+  heldAt: number | null;
 }
 
 /** The current utterance's mouth value; `null` when silent so idle motions own the mouth again. */
@@ -37,21 +39,35 @@ export class LipSync {
   private current: Utterance | null = null;
 
   start(envelope: number[], frameMs: number, durationMs: number, now: number): void {
-    this.current = { envelope, frameMs, durationMs, startedAt: now };
+    this.current = { envelope, frameMs, durationMs, startedAt: now, heldAt: null };
   }
 
   stop(): void {
     this.current = null;
   }
 
+  /** The sound stopped where it was (`answer_held`): shut the mouth and keep the place. */
+  hold(now: number): void {
+    if (this.current && this.current.heldAt === null) this.current.heldAt = now;
+  }
+
+  /** The sound goes on from where it stopped (`answer_resumed`). */
+  resume(now: number): void {
+    const u = this.current;
+    if (!u || u.heldAt === null) return;
+    u.startedAt += now - u.heldAt;
+    u.heldAt = null;
+  }
+
   speaking(now: number): boolean {
     const u = this.current;
-    return u !== null && now - u.startedAt < u.durationMs;
+    return u !== null && u.heldAt === null && now - u.startedAt < u.durationMs;
   }
 
   value(now: number): number | null {
     const u = this.current;
     if (!u) return null;
+    if (u.heldAt !== null) return 0;
     const t = now - u.startedAt;
     if (t >= u.durationMs) {
       this.current = null;

@@ -169,6 +169,12 @@ export class Character {
       case 'stop_lipsync':
         this.lipsync.stop();
         return;
+      case 'hold_lipsync':
+        this.lipsync.hold(performance.now());
+        return;
+      case 'resume_lipsync':
+        this.lipsync.resume(performance.now());
+        return;
       case 'rest':
         // Idle motions restart by themselves once nothing else plays; this just makes it immediate. The
         // group is "idle" in Cubism 2 models and "Idle" in Cubism 4 ones.

@@ -134,7 +134,7 @@ function onEvent(ev: EventEnvelope): void {
     characterQueue = characterQueue.then(() => showModel(modelUrl(p?.live2dModel ?? null)));
   }
   for (const cmd of director.commands(ev)) {
-    if (cmd.kind === 'lipsync' || cmd.kind === 'stop_lipsync') {
+    if (cmd.kind.endsWith('lipsync')) {
       void character.apply(cmd); // the mouth must start with the sound, not after queued loads
     } else {
       characterQueue = characterQueue.then(() => character.apply(cmd)).catch(() => undefined);

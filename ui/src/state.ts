@@ -320,6 +320,8 @@ export function reduce(s: UiState, ev: EventEnvelope): UiState {
     case 'audio_started':
     case 'audio_finished':
     case 'playback_drained':
+    case 'answer_held':
+    case 'answer_resumed':
       return s; // drive the character (director.ts), not the text view
     case 'error':
       return pushNotice(s, 'error', describeError(ev.code, ev.message, ev.recoverable));

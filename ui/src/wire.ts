@@ -28,6 +28,8 @@ const EVENT_TYPES: Record<Event['type'], true> = {
   audio_started: true,
   audio_finished: true,
   playback_drained: true,
+  answer_held: true,
+  answer_resumed: true,
   error: true,
   mode_changed: true,
   push_to_talk: true,

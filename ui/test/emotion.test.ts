@@ -68,6 +68,11 @@ describe('Director', () => {
     d.commands(audio(0, 'angry'));
     expect(d.commands(ev({ type: 'playback_drained', turn_id: 3 }))).toEqual([{ kind: 'rest' }]);
   });
+  it('holds the mouth while the user talks over the answer and lets it go on with the sound', () => {
+    const d = new Director();
+    expect(d.commands(ev({ type: 'answer_held', turn_id: 5 }))).toEqual([{ kind: 'hold_lipsync' }]);
+    expect(d.commands(ev({ type: 'answer_resumed', turn_id: 5, why: 'backchannel' }))).toEqual([{ kind: 'resume_lipsync' }]);
+  });
 });
 
 describe('profiles and settings', () => {

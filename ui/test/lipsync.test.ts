@@ -30,6 +30,19 @@ describe('LipSync', () => {
     expect(ls.value(1400)).toBeNull(); // idle motions own the mouth again
     expect(ls.speaking(1400)).toBe(false);
   });
+  it('holds its place while the user talks over the answer, mouth shut, and goes on from there', () => {
+    const ls = new LipSync();
+    ls.start([0, 1, 1, 0], 100, 400, 1000);
+    ls.hold(1150);
+    expect(ls.value(1300)).toBe(0);
+    expect(ls.speaking(1300)).toBe(false);
+    expect(ls.value(2000)).toBe(0); // however long the hold, the utterance is not over
+    ls.resume(2000);
+    // 150 ms were played before the hold: 2000 + 0 ms of hold later is still t = 150 ms.
+    expect(ls.value(2000)).toBeCloseTo(mouthOpenness(sampleEnvelope([0, 1, 1, 0], 100, 150)));
+    expect(ls.speaking(2249)).toBe(true);
+    expect(ls.value(2250)).toBeNull();
+  });
   it('mouth stays shut for noise and opens fully for loud frames', () => {
     expect(mouthOpenness(0.05)).toBe(0);
     expect(mouthOpenness(1)).toBe(1);

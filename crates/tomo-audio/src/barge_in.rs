@@ -1,8 +1,10 @@
-//! When the user's voice should stop the character: pure logic over per-frame speech probabilities
-//! (the VAD's, after echo cancellation) and how much of each frame the echo canceller let through. A
-//! cough, a short "mm-hm" or a keyboard click is too short to count; real words are a run of speech long
-//! enough within a fraction of a second; the character's own voice, however speech-like its residue after
-//! the canceller, is the part the canceller removed nearly all of.
+//! When the user's voice should hold the character's answer: pure logic over per-frame speech
+//! probabilities (the VAD's, after echo cancellation) and how much of each frame the echo canceller let
+//! through. A click or a breath is too short to count; speech is a run long enough within a fraction of
+//! a second; the character's own voice, however speech-like its residue after the canceller, is the part
+//! the canceller removed nearly all of. The gate only holds the answer: the words of the utterance
+//! decide whether it stops (tomo-core's `session::verdict`), so a cough or an "mm-hm" that passes the
+//! gate costs a short gap, and the gate can decide early.
 
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use crate::segmenter::FRAME_DURATION;
 pub struct BargeInConfig {
     /// A frame counts as speech at or above this probability.
     pub threshold: f32,
-    /// Speech (frames at or above the threshold) needed before the character yields.
+    /// Speech (frames at or above the threshold) needed before the answer is held.
     pub min_speech: Duration,
     /// A gap of at most this much inside the speech does not restart the count; a longer one does.
     /// Short: "mm-hm" is two short hums with a gap between them.
@@ -29,6 +31,10 @@ impl Default for BargeInConfig {
     fn default() -> Self {
         Self {
             threshold: 0.5,
+            // Shorter decides sooner, and the words still decide what a hold becomes, but every hold
+            // is a gap in the answer: at 160 ms the far room's echo alone was held once in 20 answers
+            // (tests/echo.rs), at 128 ms both rooms' were; 128 ms held the near room's phrases 64 ms
+            // sooner (tomo-runtime tests/talk_over_echo.rs).
             min_speech: Duration::from_millis(190),
             max_gap: Duration::from_millis(32),
             min_echo_kept_db: -30.0,
@@ -156,7 +162,7 @@ mod tests {
     }
 
     #[test]
-    fn mm_hm_is_two_short_hums_and_does_not_interrupt() {
+    fn two_short_hums_apart_do_not_add_up() {
         let mut gate = BargeInGate::new(&BargeInConfig::default());
         let fired = feed(
             &mut gate,

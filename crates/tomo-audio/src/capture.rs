@@ -145,8 +145,11 @@ pub struct Capture {
 /// A 16 kHz mono microphone frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MicFrame {
-    /// [`FRAME_SAMPLES`] samples, echo-cancelled when there is a reference.
+    /// [`FRAME_SAMPLES`] samples, echo-cancelled when there is a reference: for detection.
     pub samples: Vec<f32>,
+    /// The same frame for recognition when the echo canceller worked on it: the echo subtracted but the
+    /// user's voice not suppressed (`None`: `samples` as they are). See `EchoCanceller::take_voice`.
+    pub voice: Option<Vec<f32>>,
     /// How much of the microphone's energy the echo canceller let through, in dB: 0 when it passed
     /// the frame untouched; far below 0 when what it heard was the character's own voice.
     pub echo_kept_db: f32,
@@ -184,6 +187,7 @@ impl Capture {
             pending: Vec::with_capacity(FRAME_SAMPLES * 2),
             cleaned: Vec::with_capacity(FRAME_SAMPLES * 4),
             cleaned_levels: Vec::with_capacity(FRAME_SAMPLES * 4 / CHUNK),
+            cleaned_voice: Vec::with_capacity(FRAME_SAMPLES * 4),
             running: false,
             retry_at: None,
             last_audio: Instant::now(),
@@ -263,6 +267,8 @@ struct Worker {
     cleaned: Vec<f32>,
     /// The level of each block of [`CHUNK`] samples of `cleaned`.
     cleaned_levels: Vec<BlockLevel>,
+    /// The user's voice of `cleaned` (the canceller's linear output).
+    cleaned_voice: Vec<f32>,
     running: bool,
     retry_at: Option<Instant>,
     /// When the open stream last delivered samples (or was opened).
@@ -356,6 +362,7 @@ impl Worker {
         self.pending.clear();
         self.cleaned.clear();
         self.cleaned_levels.clear();
+        self.cleaned_voice.clear();
     }
 
     fn open(&mut self) -> Result<String, CaptureError> {
@@ -442,9 +449,11 @@ impl Worker {
                 (Some(echo), Some(at)) => {
                     self.cleaned.extend(echo.process(frame, at));
                     echo.take_levels(&mut self.cleaned_levels);
+                    echo.take_voice(&mut self.cleaned_voice);
                 }
                 _ => {
                     self.cleaned.extend_from_slice(frame);
+                    self.cleaned_voice.extend_from_slice(frame);
                     self.cleaned_levels
                         .extend(frame.chunks(CHUNK).map(BlockLevel::untouched));
                 }
@@ -454,12 +463,14 @@ impl Worker {
         // The canceller may hold blocks back while their reference is being played: frames go on whole.
         let ready = self.cleaned.len() / FRAME_SAMPLES * FRAME_SAMPLES;
         let blocks = FRAME_SAMPLES / CHUNK;
-        for (frame, levels) in self.cleaned[..ready]
+        for ((frame, voice), levels) in self.cleaned[..ready]
             .chunks_exact(FRAME_SAMPLES)
+            .zip(self.cleaned_voice.chunks_exact(FRAME_SAMPLES))
             .zip(self.cleaned_levels.chunks(blocks))
         {
             let frame = MicFrame {
                 samples: frame.to_vec(),
+                voice: (voice != frame).then(|| voice.to_vec()),
                 echo_kept_db: BlockLevel::kept_db(levels),
             };
             match self.frames.try_send(frame) {
@@ -474,6 +485,7 @@ impl Worker {
             }
         }
         self.cleaned.drain(..ready);
+        self.cleaned_voice.drain(..ready);
         self.cleaned_levels.drain(..ready / CHUNK);
     }
 

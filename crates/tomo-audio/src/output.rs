@@ -32,4 +32,8 @@ pub trait AudioOutput: Send + Sync {
     fn drained(&self) -> BoxFuture<'static, ()>;
     /// Stops the current clip within 100 ms and drops the queue. `on_finish` of dropped clips is not called.
     fn stop(&self);
+    /// Holds playback where it is (`true`) or lets it go on from there (`false`); the queue is kept,
+    /// and clips queued meanwhile wait. [`AudioOutput::stop`] ends a hold. An output that is not heard in
+    /// real time (a file) ignores it.
+    fn pause(&self, _paused: bool) {}
 }

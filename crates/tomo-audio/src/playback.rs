@@ -46,6 +46,8 @@ enum Msg {
         clip: Clip,
     },
     Stop,
+    /// Hold playback where it is, or go on.
+    Pause(bool),
     Shutdown,
     /// The device is gone: open it again (the sound server restarted, the headset is back).
     Reopen {
@@ -312,6 +314,10 @@ impl AudioOutput for RodioOutput {
         let _ = self.tx.send(Msg::Stop);
         state.wake_if_idle();
     }
+
+    fn pause(&self, paused: bool) {
+        let _ = self.tx.send(Msg::Pause(paused));
+    }
 }
 
 impl Drop for RodioOutput {
@@ -351,6 +357,8 @@ struct Worker {
     reference: Option<RenderReference>,
     /// The device's pull clock, which stamps what goes to the echo reference.
     clock: OutputClock,
+    /// Held since then (`pause`): the player sends silence and pulls nothing from the clips.
+    paused_since: Option<Instant>,
 }
 
 /// Starts counting the frames `sink` pulls (a silent source in its mixer).
@@ -390,6 +398,7 @@ impl Worker {
             last_progress: Instant::now(),
             glitches: GlitchLog::new(),
             reference,
+            paused_since: None,
         }
     }
 
@@ -422,10 +431,18 @@ impl Worker {
             } => self.enqueue(id, generation, clip),
             Msg::Stop => {
                 self.player.stop();
-                // A fresh player: the stopped one keeps nothing of the old queue.
+                // A fresh player: the stopped one keeps nothing of the old queue (nor its hold).
                 self.player = Player::connect_new(self.sink.mixer());
                 self.queue.clear();
+                self.paused_since = None;
             }
+            Msg::Pause(true) => {
+                if self.paused_since.is_none() {
+                    self.player.pause();
+                    self.paused_since = Some(Instant::now());
+                }
+            }
+            Msg::Pause(false) => self.resume(),
             Msg::Started { id, at } => {
                 self.last_progress = Instant::now();
                 // `on_start` waits in `finish_due` until the clips before it have finished, so the
@@ -459,6 +476,25 @@ impl Worker {
         }
     }
 
+    /// Goes on after a hold: the clips that had started but were not pulled to the end were held as
+    /// long as the hold lasted, so their heard ends move by that much (a clip already pulled to the end
+    /// was playing out of the device's buffer and keeps its end).
+    fn resume(&mut self) {
+        let Some(since) = self.paused_since.take() else {
+            return;
+        };
+        let held = since.elapsed();
+        for clip in &mut self.queue {
+            if clip.finish_at.is_none()
+                && let Some(started) = clip.started.as_mut()
+            {
+                *started += held;
+            }
+        }
+        self.last_progress = Instant::now();
+        self.player.play();
+    }
+
     fn reopen(&mut self) -> Result<String, OutputError> {
         let (sink, name) = open_sink(self.wanted.as_deref(), self.reports.clone())?;
         self.player.stop();
@@ -467,6 +503,7 @@ impl Worker {
         self.player = Player::connect_new(self.sink.mixer());
         self.queue.clear();
         self.last_progress = Instant::now();
+        self.paused_since = None;
         lock(&self.state).dead = None;
         Ok(name)
     }
@@ -530,6 +567,11 @@ impl Worker {
     /// Without this, `drained()` would never resolve. The front clip must make progress (start, or
     /// run out) within its own length plus a margin.
     fn check_stall(&mut self) {
+        if self.paused_since.is_some() {
+            // Held on purpose: nothing is pulled, and that is no sign of a lost device.
+            self.last_progress = Instant::now();
+            return;
+        }
         let Some(front) = self.queue.front() else {
             self.last_progress = Instant::now();
             return;

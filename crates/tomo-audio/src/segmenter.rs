@@ -301,12 +301,26 @@ impl<V: VoiceActivity> Segmenter<V> {
 
     /// Feeds one frame of exactly [`FRAME_SAMPLES`] 16 kHz samples.
     pub fn push(&mut self, frame: &[f32]) -> Result<Vec<SegmenterEvent>, VadError> {
-        if frame.len() != FRAME_SAMPLES {
-            return Err(VadError::FrameLength {
-                expected: FRAME_SAMPLES,
-                got: frame.len(),
-            });
+        self.push_heard(frame, frame)
+    }
+
+    /// Feeds one frame whose speech is detected in `analysed` while the utterances keep `kept` (both
+    /// [`FRAME_SAMPLES`] long): with echo cancellation, the suppressed output for detection and the
+    /// linear one, where the user's words are whole, for recognition.
+    pub fn push_heard(
+        &mut self,
+        analysed: &[f32],
+        kept: &[f32],
+    ) -> Result<Vec<SegmenterEvent>, VadError> {
+        for frame in [analysed, kept] {
+            if frame.len() != FRAME_SAMPLES {
+                return Err(VadError::FrameLength {
+                    expected: FRAME_SAMPLES,
+                    got: frame.len(),
+                });
+            }
         }
+        let frame = kept;
         let index = self.frame_index;
         let mut events = Vec::new();
         match self.mode {
@@ -322,7 +336,8 @@ impl<V: VoiceActivity> Segmenter<V> {
                 // Nothing below the quiet level is speech, so while no utterance is open the model is
                 // not asked: it is most of what idle listening costs. Inside an utterance every frame
                 // is asked, so the end of the turn is timed as before.
-                let probability = if self.skip_quiet && self.active.is_none() && is_quiet(frame) {
+                let probability = if self.skip_quiet && self.active.is_none() && is_quiet(analysed)
+                {
                     self.skipped = true;
                     0.0
                 } else {
@@ -331,7 +346,7 @@ impl<V: VoiceActivity> Segmenter<V> {
                     if std::mem::take(&mut self.skipped) {
                         self.vad.reset();
                     }
-                    self.vad.speech_probability(frame)?
+                    self.vad.speech_probability(analysed)?
                 };
                 self.last_probability = probability;
                 self.hands_free(index, frame, probability, &mut events);

@@ -34,11 +34,31 @@ fn names(log: &Log) -> Vec<String> {
     log.lock().unwrap().iter().map(|(n, _)| n.clone()).collect()
 }
 
-fn output() -> Option<RodioOutput> {
+/// The null sink, to one test at a time: tests that record it must hear only their own sound.
+struct Speakers {
+    out: RodioOutput,
+    _alone: std::sync::MutexGuard<'static, ()>,
+}
+
+impl std::ops::Deref for Speakers {
+    type Target = RodioOutput;
+    fn deref(&self) -> &RodioOutput {
+        &self.out
+    }
+}
+
+fn output() -> Option<Speakers> {
+    static PLAYING: Mutex<()> = Mutex::new(());
     if !common::pulse_null_sink() {
         return None;
     }
-    Some(RodioOutput::open(None).unwrap())
+    let alone = PLAYING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    Some(Speakers {
+        out: RodioOutput::open(None).unwrap(),
+        _alone: alone,
+    })
 }
 
 /// Waits for `future` on another thread; `None` if it did not resolve within `limit` (a hang check,
@@ -299,4 +319,75 @@ fn speech_is_captured_back(config: CaptureConfig) -> Option<String> {
     );
     capture.shutdown();
     Some(device)
+}
+
+/// Splits a recording into runs of sound and silence: (is sound, length in 10 ms blocks).
+fn sound_runs(samples: &[f32]) -> Vec<(bool, usize)> {
+    let mut runs: Vec<(bool, usize)> = Vec::new();
+    for block in samples.chunks(160) {
+        let sound = common::rms(block) > 0.01;
+        match runs.last_mut() {
+            Some((kind, length)) if *kind == sound => *length += 1,
+            _ => runs.push((sound, 1)),
+        }
+    }
+    runs
+}
+
+#[test]
+fn a_held_clip_stops_where_it_is_and_plays_the_rest_once_let_go() {
+    let Some(out) = output() else { return };
+    let (capture, streams) = Capture::spawn(CaptureConfig::default()).unwrap();
+    capture.start().unwrap();
+    streams
+        .frames
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap();
+    let log = Log::default();
+    out.play(clip(
+        Audio::new(common::tone(440.0, 24000, 1.2), 24000),
+        "tone",
+        &log,
+    ))
+    .unwrap();
+    let drained = out.drained();
+    let mut recorded = Vec::new();
+    let mut record_for = |time: Duration| {
+        let until = Instant::now() + time;
+        while Instant::now() < until {
+            if let Ok(frame) = streams.frames.recv_timeout(Duration::from_millis(50)) {
+                recorded.extend(frame.samples);
+            }
+        }
+    };
+    record_for(Duration::from_millis(500));
+    out.pause(true);
+    record_for(Duration::from_millis(1_000));
+    out.pause(false);
+    record_for(Duration::from_millis(1_500));
+    capture.shutdown();
+    assert!(
+        wait(drained, Duration::from_secs(5)).is_some(),
+        "the clip drained once let go"
+    );
+    assert_eq!(names(&log), vec!["start tone", "finish tone"]);
+    // Sound, the hold's silence, sound again: the clip was not dropped, nor played twice.
+    let runs: Vec<(bool, usize)> = sound_runs(&recorded)
+        .into_iter()
+        .skip_while(|(sound, _)| !sound)
+        .filter(|(_, length)| *length > 2)
+        .collect();
+    assert!(runs.len() >= 3, "{runs:?}");
+    assert!(runs[0].0 && !runs[1].0 && runs[2].0, "{runs:?}");
+    assert!(runs[1].1 >= 50, "held for {} ms: {runs:?}", runs[1].1 * 10);
+    let played: usize = runs
+        .iter()
+        .filter(|(sound, _)| *sound)
+        .map(|(_, l)| l)
+        .sum();
+    assert!(
+        (105..=135).contains(&played),
+        "{} ms of the 1.2 s tone heard: {runs:?}",
+        played * 10
+    );
 }

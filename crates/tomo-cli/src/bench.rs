@@ -48,11 +48,13 @@ pub struct VoiceBenchArgs {
     /// the gap heard in an independent recording (use a PulseAudio null sink: scripts/pulse-null.sh).
     #[arg(long)]
     pub device: bool,
-    /// With --device: the microphone ignored while the character speaks (the default on speakers).
+    /// With --device: the microphone ignored while the character speaks.
     #[arg(long, conflicts_with = "barge_in")]
     pub half_duplex: bool,
-    /// With --device: full duplex, the microphone echo-cancelled and listening while the character
-    /// speaks (a turn it cuts short by hearing itself is counted as not measured).
+    /// With --device: full duplex (the default on speakers unless the profile sets `[asr] interrupt =
+    /// false`): the microphone echo-cancelled and listening while the character speaks. An answer it
+    /// cuts short by hearing itself is counted and not measured; answers it held for its own voice and
+    /// let go on are counted.
     #[arg(long)]
     pub barge_in: bool,
     /// Speak with this TTS engine instead of the profile's (`piper`, `kokoro`, ...), to compare voices on
@@ -147,6 +149,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
             transcript: transcript.text,
             asr_ms: asr_time.as_millis() as u64,
             end_of_turn_ms: 0,
+            over_answer_only: false,
         })
         .await?;
         let mut started = false;

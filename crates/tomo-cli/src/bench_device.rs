@@ -65,9 +65,12 @@ pub async fn run(
     };
     let duplex = if args.barge_in {
         Duplex::Full
-    } else {
+    } else if args.half_duplex {
         Duplex::Half
+    } else {
+        Duplex::Auto
     };
+    let full_duplex = duplex == Duplex::Full || profile.asr.interrupt && duplex == Duplex::Auto;
     let (session, mut events) = SessionBuilder::new(&args.profile, profile)
         .env(flags.env_options())
         .voice_out(VoiceOut::Speakers { workers: 2 })
@@ -86,11 +89,12 @@ pub async fn run(
 
     let mut turns = Vec::new();
     let mut self_interrupted = 0;
+    let mut held = Holds::default();
     for turn in 0..args.n {
         let question = &questions[turn % questions.len()];
         let from = ear.len();
         play(&mouth, question.clone())?;
-        let answered = answer(&mut events, Duration::from_secs(40)).await;
+        let answered = answer(&mut events, Duration::from_secs(40), &mut held).await;
         // The answer's tail and the device's buffer reach the recording a little later.
         tokio::time::sleep(Duration::from_millis(700)).await;
         let report = match answered {
@@ -132,7 +136,7 @@ pub async fn run(
         args.first_token_ms,
         args.token_ms,
         voice_used,
-        if args.barge_in {
+        if full_duplex {
             "full duplex, echo cancelled"
         } else {
             "half duplex"
@@ -147,10 +151,16 @@ pub async fn run(
             percentile(&values, 90)
         );
     };
-    if args.barge_in {
+    if full_duplex {
         println!(
             "  answers the character interrupted itself (no user speech): {self_interrupted} of {}",
             args.n
+        );
+        println!(
+            "  answers held for speech over them and let go on: {} times in {} answers ({})",
+            held.times,
+            held.answers.len(),
+            held.reasons()
         );
     }
     column(
@@ -244,6 +254,28 @@ fn play(mouth: &RodioOutput, audio: Audio) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Answers held for speech over them (nobody speaks here: the character's own voice, or noise) that
+/// went on.
+#[derive(Default)]
+struct Holds {
+    times: usize,
+    answers: std::collections::BTreeSet<u64>,
+    why: std::collections::BTreeMap<String, usize>,
+}
+
+impl Holds {
+    fn reasons(&self) -> String {
+        if self.why.is_empty() {
+            return "none".to_owned();
+        }
+        self.why
+            .iter()
+            .map(|(why, count)| format!("{why} {count}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// How a turn's answer went.
 enum Answered {
     /// Played to its end; its latency report.
@@ -258,6 +290,7 @@ enum Answered {
 async fn answer(
     events: &mut mpsc::UnboundedReceiver<EventEnvelope>,
     timeout: Duration,
+    held: &mut Holds,
 ) -> Answered {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut report = None;
@@ -289,6 +322,17 @@ async fn answer(
                 }
             }
             Event::TurnAborted { .. } => return Answered::Interrupted,
+            Event::AnswerHeld { turn_id } => {
+                held.times += 1;
+                held.answers.insert(turn_id);
+            }
+            Event::AnswerResumed { why, .. } => {
+                let why = serde_json::to_value(why)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                *held.why.entry(why).or_default() += 1;
+            }
             _ => {}
         }
     }

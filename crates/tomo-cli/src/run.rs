@@ -32,8 +32,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let Some(profile) = load_profile_or_report(&args.profile) else {
         return Ok(ExitCode::from(2));
     };
-    // Half-duplex unless --barge-in: while the character speaks, the microphone is ignored so it does
-    // not answer its own voice coming out of the speakers.
+    // The user can talk over the character unless --half-duplex or the profile's `[asr] interrupt =
+    // false` says otherwise: echo cancellation keeps its own voice out, and speech over an answer holds
+    // it until the words decide.
     let (session, mut events) = SessionBuilder::new(&args.profile, profile)
         .env(args.session.env_options())
         .ask_about_commands_on_terminal()

@@ -73,6 +73,7 @@ pub async fn run(args: TalkArgs) -> anyhow::Result<ExitCode> {
         transcript,
         asr_ms: asr_time.as_millis() as u64,
         end_of_turn_ms: 0,
+        over_answer_only: false,
     })
     .await?;
 

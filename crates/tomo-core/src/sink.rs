@@ -69,6 +69,11 @@ pub trait OutputSink: Send + Sync {
     /// Stop output now and drop everything queued.
     fn interrupt(&self);
 
+    /// Hold the audio where it is (`true`: the user may be talking over it) or go on from there
+    /// (`false`). What is queued is kept; [`OutputSink::playhead`] stays where the audio stopped, and
+    /// [`OutputSink::interrupt`] ends a hold. A sink without audio ignores it.
+    fn hold(&self, _held: bool) {}
+
     /// How much of `turn` the user has heard so far; `None` for a sink without audio (text: whatever
     /// was delivered was seen). Asked just before [`OutputSink::interrupt`].
     fn playhead(&self, _turn: TurnId) -> Option<Playhead> {

@@ -15,20 +15,7 @@ use tomo_protocol::{Event, EventEnvelope, Op};
 use tomo_testkit::{ScriptedResponse, ScriptedServer, script};
 
 use support::session::{collect_until, is_idle, text_session};
-
-fn paused(words: &str) -> Op {
-    Op::SpeechPaused {
-        transcript: words.to_owned(),
-    }
-}
-
-fn ended(words: &str) -> Op {
-    Op::SpeechEnded {
-        transcript: words.to_owned(),
-        asr_ms: 100,
-        end_of_turn_ms: 1_000,
-    }
-}
+use support::voice::{ended, paused};
 
 fn finished_text(seen: &[tomo_protocol::EventEnvelope]) -> String {
     seen.iter()

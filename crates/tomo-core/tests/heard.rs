@@ -6,52 +6,16 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::oneshot;
 use tomo_core::session::heard::CUT_MARKER;
-use tomo_core::sink::{OutputSink, Playhead, SinkError};
-use tomo_protocol::{Event, Op, Sentence, TurnId};
+use tomo_core::sink::{OutputSink, Playhead};
+use tomo_protocol::{Event, Op};
 use tomo_testkit::{ScriptedServer, script};
 
 use support::session::{collect_until, environment, is_idle, say, start, write_profile};
-
-/// Speakers that are still playing the answer when the user cuts in, at a playhead the test sets.
-#[derive(Default)]
-struct Speakers {
-    playhead: Mutex<Option<Playhead>>,
-    sentences: Mutex<Vec<Sentence>>,
-    pending: Mutex<Option<oneshot::Sender<Result<(), SinkError>>>>,
-}
-
-impl OutputSink for Speakers {
-    fn enqueue(&self, _turn: TurnId, sentence: Sentence) -> Result<(), SinkError> {
-        self.sentences.lock().unwrap().push(sentence);
-        Ok(())
-    }
-
-    fn finish_turn(&self, _turn: TurnId) -> BoxFuture<'static, Result<(), SinkError>> {
-        let (done, wait) = oneshot::channel();
-        *self.pending.lock().unwrap() = Some(done);
-        Box::pin(async move { wait.await.unwrap_or(Err(SinkError::Interrupted)) })
-    }
-
-    fn interrupt(&self) {
-        if let Some(done) = self.pending.lock().unwrap().take() {
-            let _ = done.send(Err(SinkError::Interrupted));
-        }
-    }
-
-    fn playhead(&self, _turn: TurnId) -> Option<Playhead> {
-        *self.playhead.lock().unwrap()
-    }
-
-    fn plays_audio(&self) -> bool {
-        true
-    }
-}
+use support::voice::Speakers;
 
 fn last_history_record(dir: &std::path::Path) -> Value {
     let history = std::fs::read_to_string(dir.join("characters/hana/history.jsonl")).unwrap();
@@ -120,9 +84,7 @@ async fn an_answer_drained_to_the_end_is_stored_whole() {
         start(&profile, environment(dir.path(), vec![]), speakers.clone()).await;
     say(&session, "hi").await;
     collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
-    // Played to the end.
-    let done = speakers.pending.lock().unwrap().take().unwrap();
-    done.send(Ok(())).unwrap();
+    speakers.play_to_the_end();
     collect_until(&mut events, is_idle).await;
     let last = last_history_record(dir.path());
     assert_eq!(last["content"], "All of it. Really.");

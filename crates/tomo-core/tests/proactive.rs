@@ -250,6 +250,7 @@ async fn no_proactive_turn_while_busy_listening_muted_or_dnd_and_user_speech_win
             transcript: String::new(),
             asr_ms: 0,
             end_of_turn_ms: 0,
+            over_answer_only: false,
         },
     )
     .await;

@@ -421,6 +421,7 @@ async fn voice_ops_drive_listening_and_latency_reports() {
             transcript: "  ".into(),
             asr_ms: 80,
             end_of_turn_ms: 0,
+            over_answer_only: false,
         })
         .await
         .unwrap();
@@ -432,6 +433,7 @@ async fn voice_ops_drive_listening_and_latency_reports() {
             transcript: "hello".into(),
             asr_ms: 120,
             end_of_turn_ms: 0,
+            over_answer_only: false,
         })
         .await
         .unwrap();

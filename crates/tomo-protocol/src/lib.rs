@@ -17,6 +17,12 @@ pub enum Op {
     UserText { text: String },
     /// The voice front end heard speech begin (VAD onset). Interrupts the turn in flight: the user wins.
     SpeechStarted,
+    /// The voice front end heard speech over the character's voice (echo-cancelled, past the barge-in
+    /// gate). The answer's audio stops at once but is kept until the words decide: real words interrupt
+    /// the turn (as `speech_started` would, history keeping what was heard up to the stop); nothing
+    /// recognisable, a backchannel ("mm-hm", "yeah") or the character's own words (echo) let the answer
+    /// go on where it stopped. The `speech_paused` / `speech_ended` of the same utterance decide.
+    SpeechOverAnswer,
     /// The user paused and the pause's words are recognised, but the end of the turn is not decided
     /// yet. The session may start the answer's request for these words; `speech_ended` with the same
     /// words uses it, anything else drops it.
@@ -32,6 +38,12 @@ pub enum Op {
         /// session can date the end of speech: last word + end_of_turn_ms + asr_ms = now.
         #[serde(default)]
         end_of_turn_ms: u64,
+        /// The utterance was speech over the answer (`speech_over_answer`) that stopped when the
+        /// character went quiet: nothing of it was heard after the answer was held. That is what the
+        /// echo canceller lets through of the character's own voice, so only an explicit request to
+        /// stop ("stop", "wait") stops the answer.
+        #[serde(default)]
+        over_answer_only: bool,
     },
     /// Cancel the turn in flight: LLM stream, pending tools, output.
     Interrupt,
@@ -344,6 +356,24 @@ pub enum ErrorCode {
     InvalidOp,
 }
 
+/// Why an answer stopped by speech over it went on (see `Op::SpeechOverAnswer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeReason {
+    /// No words were recognised (a cough, a click, breath).
+    NoWords,
+    /// Only a listening sound or an acknowledgement ("mm-hm", "uh-huh", "yeah", "嗯", "うん").
+    Backchannel,
+    /// The words were the character's own (what the echo canceller left of its voice).
+    OwnVoice,
+    /// The speech stopped when the character went quiet, and was no request to stop: most likely what
+    /// the echo canceller let through of the character's voice.
+    OnlyOverAnswer,
+    /// No words came within the time an answer is held for.
+    TimedOut,
+}
+
 /// Events a session emits, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -434,6 +464,16 @@ pub enum Event {
     /// The output sink has delivered the last sentence of the turn (audio: the last sample played).
     PlaybackDrained {
         turn_id: TurnId,
+    },
+    /// The user started talking over the answer (`speech_over_answer`): its audio stopped where it was
+    /// and waits for their words. Followed by `answer_resumed`, or by `turn_aborted` if they were words.
+    AnswerHeld {
+        turn_id: TurnId,
+    },
+    /// What the user said over the answer was not meant to stop it: the audio goes on where it stopped.
+    AnswerResumed {
+        turn_id: TurnId,
+        why: ResumeReason,
     },
     /// Something failed; the session goes on (an error event never ends it).
     Error {

@@ -30,10 +30,12 @@ pub enum AsrJob {
         went_on_at: u64,
     },
     /// The turn ended `end_of_turn` after the last word, at `decided`: its transcript goes to the session.
+    /// `over_answer_only`: speech over the character's answer that stopped when it went quiet.
     Final {
         segment: SpeechSegment,
         end_of_turn: Duration,
         decided: Instant,
+        over_answer_only: bool,
     },
 }
 
@@ -146,10 +148,10 @@ fn serve(
                     other => other.map(|t| t.text),
                 };
                 // The session may start the answer for these words while the end of the turn is
-                // still being decided (unless newer audio already made them stale).
+                // still being decided (unless newer audio already made them stale). No words are said
+                // too: speech over the character's answer that was only a cough lets it go on at once.
                 queue.extend(jobs.try_iter());
                 if let Ok(words) = &text
-                    && !words.trim().is_empty()
                     && queue.is_empty()
                 {
                     let op = Op::SpeechPaused {
@@ -175,6 +177,7 @@ fn serve(
                 segment,
                 end_of_turn,
                 decided,
+                over_answer_only,
             } => {
                 let now = went_on.load(Ordering::SeqCst);
                 let reused = speculation.take().filter(|s| s.matches(&segment, now));
@@ -183,6 +186,8 @@ fn serve(
                         tracing::debug!("the transcript of the pause is the turn's");
                         spoken.text
                     }
+                    // Too short to hold words (the listener says so): nothing to recognise.
+                    None if segment.samples.is_empty() => Ok(String::new()),
                     None => asr.transcribe(&segment.samples).map(|t| t.text),
                 };
                 let transcript = text.unwrap_or_else(|error| {
@@ -195,6 +200,7 @@ fn serve(
                     transcript,
                     asr_ms: decided.elapsed().as_millis() as u64,
                     end_of_turn_ms: end_of_turn.as_millis() as u64,
+                    over_answer_only,
                 };
                 if ops.blocking_send(op).is_err() {
                     return;
@@ -265,6 +271,7 @@ mod tests {
             ),
             end_of_turn: Duration::from_millis(200),
             decided: Instant::now(),
+            over_answer_only: false,
         }
     }
 
@@ -352,6 +359,24 @@ mod tests {
         assert_eq!(ops.len(), 1, "{ops:?}");
         assert!(
             matches!(&ops[0], Op::SpeechEnded { transcript, .. } if transcript == "3000 samples")
+        );
+    }
+
+    #[test]
+    fn an_utterance_too_short_for_words_ends_with_none_and_keeps_its_flag() {
+        let (calls, ops) = run(vec![AsrJob::Final {
+            segment: segment(0, 300, TurnEnd::Hangover),
+            end_of_turn: Duration::ZERO,
+            decided: Instant::now(),
+            over_answer_only: true,
+        }]);
+        assert!(calls.is_empty(), "nothing recognised: {calls:?}");
+        assert!(
+            matches!(
+                &ops[..],
+                [Op::SpeechEnded { transcript, over_answer_only: true, .. }] if transcript.is_empty()
+            ),
+            "{ops:?}"
         );
     }
 

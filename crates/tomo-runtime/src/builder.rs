@@ -46,11 +46,11 @@ pub enum VoiceIn {
 /// Whether the microphone listens while the character speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Duplex {
-    /// Half duplex on speakers, full duplex without them. Echo cancellation runs either way, but on a
-    /// loaded machine the echo path shifts (PulseAudio grows its buffer after underruns) and the
-    /// canceller needs a moment to follow, in which the character can hear itself and stop: on the
-    /// 2-core null-sink loop, 3-7 of 10 full-duplex turns ran to the end. Interrupting is opted in
-    /// (`--barge-in`, the UI's Interrupt toggle) until it is dependable.
+    /// As the profile says (`[asr] interrupt`, on unless set off): on speakers the user's words
+    /// interrupt, with the echo canceller keeping the character's own voice out of the microphone;
+    /// speech over the answer holds it until its words decide, so what the canceller lets through (the
+    /// character's own words), a cough or an "mm-hm" costs a short gap and not the answer. Without
+    /// speakers the user can always interrupt.
     #[default]
     Auto,
     /// Never listen while the character speaks.
@@ -276,12 +276,13 @@ impl SessionBuilder {
         self.notices.connect(ops.clone());
 
         let flags = self.flags;
-        // Full duplex where the character cannot hear itself (no speakers) or where the user asked
-        // for it. The session owns the mode (the UI can change it).
+        // Full duplex unless the user or the profile asked for half: without speakers the character
+        // cannot hear itself, on speakers the echo canceller and the answer's hold keep it from
+        // interrupting itself. The session owns the mode (the UI can change it).
         let half_duplex = mic_profile
             .as_ref()
-            .is_some_and(|(.., duplex)| match duplex {
-                Duplex::Auto => speakers,
+            .is_some_and(|(profile, _, duplex)| match duplex {
+                Duplex::Auto => speakers && !profile.asr.interrupt,
                 Duplex::Half => true,
                 Duplex::Full => false,
             });

@@ -42,12 +42,13 @@ pub struct VoiceFlags {
     #[arg(long, env = "TOMO_TEXT_ONLY", action = clap::ArgAction::SetTrue,
           value_parser = clap::builder::BoolishValueParser::new())]
     pub text: bool,
-    /// Listen while the character speaks: the user's words interrupt it (echo cancellation keeps its own
-    /// voice out of the microphone; on a loaded machine it may still hear itself now and then).
+    /// Listen while the character speaks, whatever the profile says (`[asr] interrupt`, on by
+    /// default): the user's words interrupt it (echo cancellation keeps its own voice out of the
+    /// microphone).
     #[arg(long, conflicts_with = "half_duplex")]
     pub barge_in: bool,
-    /// Never listen while the character speaks (the default on speakers; without them the user can
-    /// always interrupt).
+    /// Never listen while the character speaks (the user cannot interrupt it by talking; for a machine
+    /// whose speakers are too loud or too close for the echo canceller).
     #[arg(long)]
     pub half_duplex: bool,
     /// Sentences synthesized at the same time, ahead of playback.

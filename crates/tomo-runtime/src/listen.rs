@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use tomo_audio::{
@@ -148,14 +148,29 @@ pub fn start_listening(
     Ok(name)
 }
 
+/// From asking the session to hold the answer until its echo is surely gone from the microphone
+/// (stream time): the op's way to the output, the output's buffer (≈ 90 ms), the room's tail.
+const HELD_QUIET: Duration = Duration::from_millis(250);
+
 /// The utterance being heard, and whether the session knows of it yet.
 #[derive(Debug, Clone, Copy)]
 struct Utterance {
-    /// `speech_started` went to the session (the user has the floor).
+    /// `speech_started` (or `speech_over_answer`) went to the session.
     announced: bool,
     /// It began under the character's voice: only the barge-in gate may announce it (even after the
     /// character stops, its echo tail must not become a turn).
     gated: bool,
+    /// For a gated utterance announced: when (stream time) the character is surely quiet.
+    quiet_from: Option<Duration>,
+    /// Speech was heard after that: the user, not what the canceller left of the character.
+    heard_alone: bool,
+}
+
+impl Utterance {
+    /// Speech over the answer that has not (yet) gone on once the character went quiet.
+    fn over_answer_only(&self) -> bool {
+        self.gated && !self.heard_alone
+    }
 }
 
 struct FrontEnd {
@@ -209,7 +224,16 @@ impl FrontEnd {
                 self.segmenter.release()
             });
         }
-        events.extend(self.segmenter.push(&frame.samples)?);
+        let voice = frame.voice.as_deref().unwrap_or(&frame.samples);
+        events.extend(self.segmenter.push_heard(&frame.samples, voice)?);
+        let position = self.segmenter.position();
+        let speech = self.segmenter.last_probability() >= self.barge_in.threshold;
+        if let Some(utterance) = self.utterance.as_mut()
+            && speech
+            && utterance.quiet_from.is_some_and(|quiet| position >= quiet)
+        {
+            utterance.heard_alone = true;
+        }
         if speaking && !self.was_speaking {
             self.gate = BargeInGate::new(&self.barge_in);
         }
@@ -230,19 +254,58 @@ impl FrontEnd {
             );
             self.announce();
         }
+        let mut ended = None;
         for event in events {
+            if let SegmenterEvent::SpeechEnded { at } = event {
+                ended = Some(at);
+            }
             self.event(event, speaking);
+        }
+        if let Some(at) = ended {
+            self.ended_without_words(at);
         }
         Ok(())
     }
 
-    /// Tells the session the user is speaking (it stops whatever the character does).
+    /// The segmenter ended the utterance without a segment (too short to be words): a session that
+    /// was told of it learns it said nothing, so it does not wait (a held answer goes on at once).
+    /// Through the recognizer's queue, so it comes after the words of earlier utterances.
+    fn ended_without_words(&mut self, at: Duration) {
+        let Some(utterance) = self.utterance.take().filter(|u| u.announced) else {
+            return;
+        };
+        let job = AsrJob::Final {
+            segment: tomo_audio::SpeechSegment {
+                samples: Vec::new(),
+                start: at,
+                end: at,
+                speech_end: at,
+                ended_by: tomo_audio::TurnEnd::Hangover,
+            },
+            end_of_turn: Duration::ZERO,
+            decided: Instant::now(),
+            over_answer_only: utterance.over_answer_only(),
+        };
+        if self.asr.send(job).is_err() {
+            tracing::warn!("speech recognizer gone; the end of an utterance was not told");
+        }
+    }
+
+    /// Tells the session the user is speaking: it stops whatever the character does, or, for speech
+    /// that began under the character's voice, holds the answer until the words decide.
     fn announce(&mut self) {
+        let position = self.segmenter.position();
         if let Some(utterance) = self.utterance.as_mut()
             && !utterance.announced
         {
             utterance.announced = true;
-            let _ = self.ops.blocking_send(Op::SpeechStarted);
+            let op = if utterance.gated {
+                utterance.quiet_from = Some(position + HELD_QUIET);
+                Op::SpeechOverAnswer
+            } else {
+                Op::SpeechStarted
+            };
+            let _ = self.ops.blocking_send(op);
         }
     }
 
@@ -253,6 +316,8 @@ impl FrontEnd {
                 self.utterance = Some(Utterance {
                     announced: false,
                     gated,
+                    quiet_from: None,
+                    heard_alone: false,
                 });
                 // Over the character's voice the barge-in gate decides; otherwise the user wins at once.
                 if !gated {
@@ -260,7 +325,12 @@ impl FrontEnd {
                 }
             }
             SegmenterEvent::Pause(snapshot) => {
-                if self.utterance.is_some_and(|u| u.announced) {
+                // Speech over the answer that stopped with it is judged on its final words alone
+                // (most of it is the character's own voice).
+                if self
+                    .utterance
+                    .is_some_and(|u| u.announced && !u.over_answer_only())
+                {
                     let _ = self.asr.speculate(snapshot);
                 }
             }
@@ -273,19 +343,19 @@ impl FrontEnd {
                 }
             }
             SegmenterEvent::Segment(segment) => {
-                let announced = self.utterance.take().is_some_and(|u| u.announced);
-                if !announced {
+                let Some(utterance) = self.utterance.take().filter(|u| u.announced) else {
                     // Heard only under the character's voice and never enough to count as words.
                     tracing::debug!(
                         "an utterance under the character's voice was not words; dropped"
                     );
                     return;
-                }
+                };
                 let end_of_turn = self.segmenter.position().saturating_sub(segment.speech_end);
                 let job = AsrJob::Final {
                     segment,
                     end_of_turn,
                     decided: Instant::now(),
+                    over_answer_only: utterance.over_answer_only(),
                 };
                 if self.asr.send(job).is_err() {
                     tracing::warn!("speech recognizer gone; an utterance was dropped");

@@ -55,6 +55,8 @@ struct PlayState {
     /// (sentence index, when its first sample was pulled, how long it lasts).
     playing: Option<(u32, Instant, std::time::Duration)>,
     finished: Option<u32>,
+    /// Held since then (`hold`): the playhead stands still.
+    held_since: Option<Instant>,
 }
 
 impl Shared {
@@ -227,7 +229,9 @@ impl OutputSink for VoiceSink {
                 fraction: if duration.is_zero() {
                     1.0
                 } else {
-                    (started.elapsed().as_secs_f32() / duration.as_secs_f32()).clamp(0.0, 1.0)
+                    let until = play.held_since.unwrap_or_else(Instant::now);
+                    let played = until.saturating_duration_since(started);
+                    (played.as_secs_f32() / duration.as_secs_f32()).clamp(0.0, 1.0)
                 },
             },
             None => Playhead {
@@ -240,7 +244,30 @@ impl OutputSink for VoiceSink {
     fn interrupt(&self) {
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
         self.output.stop();
+        if let Ok(mut play) = self.shared.play.lock() {
+            play.held_since = None;
+        }
         self.shared.interrupted.notify_waiters();
+    }
+
+    fn hold(&self, held: bool) {
+        let Ok(mut play) = self.shared.play.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        match (held, play.held_since) {
+            (true, None) => play.held_since = Some(now),
+            (false, Some(since)) => {
+                play.held_since = None;
+                // The clip that was playing went on later by the time it was held.
+                if let Some((_, started, _)) = play.playing.as_mut() {
+                    *started += now.saturating_duration_since(since);
+                }
+            }
+            _ => return,
+        }
+        // Under the lock, so a hold and its release reach the output in the order they were made.
+        self.output.pause(held);
     }
 
     fn switch_voice(&self, profile: &Profile) -> BoxFuture<'static, Result<(), SinkError>> {
@@ -332,6 +359,8 @@ fn play(
                     *play = PlayState {
                         turn: Some(turn),
                         first_audio: Some(now),
+                        // A hold belongs to the output, not to a turn.
+                        held_since: play.held_since,
                         ..PlayState::default()
                     };
                 }

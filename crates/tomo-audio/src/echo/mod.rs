@@ -3,7 +3,9 @@
 //! talk over the character without headphones.
 
 pub mod canceller;
+pub mod recorded;
 pub mod reference;
 
 pub use canceller::{BlockLevel, CHUNK, EchoCanceller, EchoConfig, EchoOutput};
+pub use recorded::{CleanedRecording, cancel_recorded};
 pub use reference::{ReferenceTimeline, RenderReference};

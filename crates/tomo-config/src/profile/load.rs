@@ -54,6 +54,7 @@ pub(super) fn analyze<'i>(text: &'i str, path: &Path) -> Result<Analysis<'i>, Ve
     validate_character(&mut doc, &character);
     validate_llm(&mut doc, &llm);
     validate_tts(&mut doc, &tts);
+    validate_asr(&mut doc, &asr);
     validate_live2d(&mut doc, &live2d);
     validate_plugins(&mut doc, &plugins);
 
@@ -213,6 +214,17 @@ fn validate_llm(doc: &mut Doc<'_>, section: &Section<LlmConfig>) {
             doc,
             &["llm", "max_tool_rounds"],
             format!("must be between 1 and 6, found {}", l.max_tool_rounds),
+        );
+    }
+}
+
+fn validate_asr(doc: &mut Doc<'_>, section: &Section<AsrConfig>) {
+    let Some(a) = &section.value else { return };
+    if section.ok("asr.interrupt_min_words") && !(1..=20).contains(&a.interrupt_min_words) {
+        error(
+            doc,
+            &["asr", "interrupt_min_words"],
+            format!("must be between 1 and 20, found {}", a.interrupt_min_words),
         );
     }
 }

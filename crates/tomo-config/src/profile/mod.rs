@@ -289,6 +289,15 @@ pub struct AsrConfig {
     pub language: Option<String>,
     /// Input device name; unset means the system default.
     pub input_device: Option<String>,
+    /// The user may talk over the character on speakers (echo cancellation keeps its own voice out of
+    /// the microphone). `false`: the microphone is off while the character speaks. The command line's
+    /// `--half-duplex` / `--barge-in` and the app's Interrupt switch override it.
+    pub interrupt: bool,
+    /// Speech over the answer stops its audio at once; the answer goes on where it stopped unless the
+    /// user said at least this many words that are neither a listening sound or acknowledgement
+    /// ("mm-hm", "yeah", "嗯") nor the character's own words.
+    #[schemars(range(min = 1, max = 20))]
+    pub interrupt_min_words: u32,
 }
 
 impl Default for AsrConfig {
@@ -298,6 +307,8 @@ impl Default for AsrConfig {
             model: "base".to_owned(),
             language: None,
             input_device: None,
+            interrupt: true,
+            interrupt_min_words: 1,
         }
     }
 }

@@ -246,6 +246,21 @@ fn llm_value_ranges() {
 }
 
 #[test]
+fn interrupting_is_on_by_default_and_its_word_count_is_checked() {
+    let asr = parse(MINIMAL).unwrap().profile.asr;
+    assert!(asr.interrupt);
+    assert_eq!(asr.interrupt_min_words, 1);
+    let text = format!("{MINIMAL}\n[asr]\ninterrupt = false\ninterrupt_min_words = 0\n");
+    let d = invalid(parse(&text));
+    assert_eq!(places(&d), [(Error, 11, 23, "asr.interrupt_min_words")]);
+    assert_eq!(d[0].message, "must be between 1 and 20, found 0");
+    let text = format!("{MINIMAL}\n[asr]\ninterrupt = false\ninterrupt_min_words = 3\n");
+    let asr = parse(&text).unwrap().profile.asr;
+    assert!(!asr.interrupt);
+    assert_eq!(asr.interrupt_min_words, 3);
+}
+
+#[test]
 fn unknown_keys_are_warnings_with_hints() {
     let loaded = load_profile(&fixture("unknown_key")).unwrap();
     let w = &loaded.warnings;

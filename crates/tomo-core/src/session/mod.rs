@@ -20,7 +20,9 @@ mod prompt;
 mod redaction;
 mod request;
 mod switching;
+mod talk_over;
 mod turn;
+pub mod verdict;
 mod warm;
 
 use std::collections::VecDeque;
@@ -117,6 +119,8 @@ pub async fn start_session(
         approval_rx,
         questions: approvals::OpenQuestions::default(),
         anticipation: None,
+        talk_over: None,
+        own_speech: talk_over::OwnSpeech::default(),
     };
     coordinator.refresh_secrets();
     coordinator.announce(problems);
@@ -165,11 +169,19 @@ struct Coordinator {
     questions: approvals::OpenQuestions,
     /// Building the request of a voice turn in its pause (anticipation.rs).
     anticipation: Option<JoinHandle<request::Anticipated>>,
+    /// Speech over the character's answer whose words are not judged yet (talk_over.rs).
+    talk_over: Option<talk_over::TalkOver>,
+    /// What the character said lately: its echo, if the microphone hears it.
+    own_speech: talk_over::OwnSpeech,
 }
 
 impl Coordinator {
     async fn run(mut self, mut ops: mpsc::Receiver<Op>) {
         loop {
+            let hold_ends = self
+                .talk_over
+                .as_ref()
+                .and_then(talk_over::TalkOver::deadline);
             // Biased, sink first: a sink reports a clip's end before it reports itself drained, and the
             // turn turns "drained" into `playback_drained`; polling fairly could put that event before the
             // last `audio_finished`. Ops wait at most one event behind.
@@ -184,6 +196,7 @@ impl Coordinator {
                 Some(question) = self.approval_rx.recv() => self.ask_about_tool(question),
                 // Last: a user op that arrives together with a scheduler's request wins.
                 Some(msg) = self.plugin_rx.recv() => self.handle_plugin_msg(msg).await,
+                () = talk_over::until(hold_ends) => self.hold_timed_out(),
             }
         }
         self.stop_current_turn().await;
@@ -344,12 +357,14 @@ impl Coordinator {
                 if text.is_empty() {
                     return;
                 }
+                self.detach_talk_over();
                 self.drop_anticipation().await;
                 self.stop_current_turn().await;
                 self.start_turn(text, None, None, None);
             }
             Op::SpeechStarted => {
                 // The user wins: whatever the character was doing stops.
+                self.detach_talk_over();
                 self.drop_anticipation().await;
                 self.stop_current_turn().await;
                 if self.state.state() == SessionState::Idle {
@@ -360,8 +375,17 @@ impl Coordinator {
                 transcript,
                 asr_ms,
                 end_of_turn_ms,
+                over_answer_only,
             } => {
                 let text = transcript.trim().to_owned();
+                if self.judge_talk_over(&text, true, over_answer_only).await == Some(false) {
+                    // Said over the answer and not meant to stop it: no turn.
+                    self.drop_anticipation().await;
+                    if self.state.state() == SessionState::Listening {
+                        self.transition(SessionState::Idle);
+                    }
+                    return;
+                }
                 // The request started in the pause, if it was for these words.
                 let before_turn = self.take_anticipation(&text).await;
                 if text.is_empty() {
@@ -379,15 +403,27 @@ impl Coordinator {
                 );
                 self.start_turn(text, None, Some(waited), before_turn);
             }
-            Op::SpeechPaused { transcript } => self.anticipate(transcript).await,
+            Op::SpeechOverAnswer => self.speech_over_answer(),
+            Op::SpeechPaused { transcript } => {
+                // Words over the answer that let it go on start nothing.
+                if self.judge_talk_over(&transcript, false, false).await != Some(false) {
+                    self.anticipate(transcript).await;
+                }
+            }
             // The pause's words were not the turn's: their request would only cost.
-            Op::SpeechResumed => self.drop_anticipation().await,
+            Op::SpeechResumed => {
+                self.drop_anticipation().await;
+                self.talk_over_went_on();
+            }
             Op::Interrupt => {
                 if let Some(active) = &self.current {
                     active.cancel.cancel();
                 }
             }
-            Op::SwitchProfile { path } => self.switch_profile(Path::new(&path)).await,
+            Op::SwitchProfile { path } => {
+                self.detach_talk_over();
+                self.switch_profile(Path::new(&path)).await
+            }
             Op::Notice { level, message } => self.emit(Event::Notice { level, message }),
             Op::ListSensorTargets { plugin } => {
                 if let Err(error) = self.plugins.command(&plugin, SensorCommand::ListTargets) {
@@ -488,6 +524,8 @@ impl Coordinator {
             }
             None => user_text.clone(),
         };
+        // Nothing held may silence the new answer.
+        self.detach_talk_over();
         self.transition(SessionState::Thinking);
         let cancel = CancellationToken::new();
         let task = tokio::spawn(turn::run_turn(
@@ -517,13 +555,17 @@ impl Coordinator {
 
     fn handle_turn_msg(&mut self, turn_id: TurnId, msg: TurnMsg) {
         match msg {
-            TurnMsg::Event(event) => self.emit(event),
+            TurnMsg::Event(event) => {
+                self.own_speech.record(&event);
+                self.emit(event);
+            }
             TurnMsg::Speaking => {
                 if self.state.state() == SessionState::Thinking {
                     self.transition(SessionState::Speaking);
                 }
             }
             TurnMsg::Done => {
+                self.talk_over_turn_done(turn_id);
                 // A confirmation the turn no longer waits for: every client drops its prompt.
                 for id in self.questions.abandoned() {
                     self.emit(Event::ApprovalResolved { id, allowed: false });

@@ -4,3 +4,4 @@
 
 pub mod plugins;
 pub mod session;
+pub mod voice;
