@@ -122,6 +122,13 @@ partial_text: string }) & { actions?: never; agent_id?: never; allowed?: never; 
 ({ type: "audio_finished"; turn_id: number; sentence_index: number }) & { actions?: never; agent_id?: never; allowed?: never; asr_done_ms?: never; base_url?: never; call?: never; character?: never; code?: never; delta?: never; do_not_disturb?: never; duration_ms?: never; end?: never; end_of_turn_ms?: never; engine?: never; envelope?: never; first_audio_ms?: never; first_sentence_ms?: never; first_token_ms?: never; frame_ms?: never; from?: never; half_duplex?: never; hook?: never; id?: never; level?: never; message?: never; mic_muted?: never; model?: never; origin?: never; partial_text?: never; plugin?: never; pressed?: never; push_to_talk?: never; reason?: never; recoverable?: never; request?: never; sentence?: never; stage?: never; state?: never; targets?: never; text?: never; to?: never; tools?: never; user_text?: never; why?: never } | 
 /**  The output sink has delivered the last sentence of the turn (audio: the last sample played). */
 ({ type: "playback_drained"; turn_id: number }) & { actions?: never; agent_id?: never; allowed?: never; asr_done_ms?: never; base_url?: never; call?: never; character?: never; code?: never; delta?: never; do_not_disturb?: never; duration_ms?: never; end?: never; end_of_turn_ms?: never; engine?: never; envelope?: never; first_audio_ms?: never; first_sentence_ms?: never; first_token_ms?: never; frame_ms?: never; from?: never; half_duplex?: never; hook?: never; id?: never; level?: never; message?: never; mic_muted?: never; model?: never; origin?: never; partial_text?: never; plugin?: never; pressed?: never; push_to_talk?: never; reason?: never; recoverable?: never; request?: never; sentence?: never; sentence_index?: never; stage?: never; state?: never; targets?: never; text?: never; to?: never; tools?: never; user_text?: never; why?: never } | 
+/**
+ *  The user started talking over the answer (`speech_over_answer`): its audio stopped where it was
+ *  and waits for their words. Followed by `answer_resumed`, or by `turn_aborted` if they were words.
+ */
+({ type: "answer_held"; turn_id: number }) & { actions?: never; agent_id?: never; allowed?: never; asr_done_ms?: never; base_url?: never; call?: never; character?: never; code?: never; delta?: never; do_not_disturb?: never; duration_ms?: never; end?: never; end_of_turn_ms?: never; engine?: never; envelope?: never; first_audio_ms?: never; first_sentence_ms?: never; first_token_ms?: never; frame_ms?: never; from?: never; half_duplex?: never; hook?: never; id?: never; level?: never; message?: never; mic_muted?: never; model?: never; origin?: never; partial_text?: never; plugin?: never; pressed?: never; push_to_talk?: never; reason?: never; recoverable?: never; request?: never; sentence?: never; sentence_index?: never; stage?: never; state?: never; targets?: never; text?: never; to?: never; tools?: never; user_text?: never; why?: never } | 
+/**  What the user said over the answer was not meant to stop it: the audio goes on where it stopped. */
+({ type: "answer_resumed"; turn_id: number; why: ResumeReason }) & { actions?: never; agent_id?: never; allowed?: never; asr_done_ms?: never; base_url?: never; call?: never; character?: never; code?: never; delta?: never; do_not_disturb?: never; duration_ms?: never; end?: never; end_of_turn_ms?: never; engine?: never; envelope?: never; first_audio_ms?: never; first_sentence_ms?: never; first_token_ms?: never; frame_ms?: never; from?: never; half_duplex?: never; hook?: never; id?: never; level?: never; message?: never; mic_muted?: never; model?: never; origin?: never; partial_text?: never; plugin?: never; pressed?: never; push_to_talk?: never; reason?: never; recoverable?: never; request?: never; sentence?: never; sentence_index?: never; stage?: never; state?: never; targets?: never; text?: never; to?: never; tools?: never; user_text?: never } | 
 /**  Something failed; the session goes on (an error event never ends it). */
 ({ type: "error"; code: ErrorCode; message: string; 
 /**
@@ -204,6 +211,13 @@ partial_text: string }) & { actions?: never; agent_id?: never; allowed?: never; 
 ({ type: "audio_finished"; turn_id: number; sentence_index: number }) & { actions?: never; agent_id?: never; allowed?: never; asr_done_ms?: never; base_url?: never; call?: never; character?: never; code?: never; delta?: never; do_not_disturb?: never; duration_ms?: never; end?: never; end_of_turn_ms?: never; engine?: never; envelope?: never; first_audio_ms?: never; first_sentence_ms?: never; first_token_ms?: never; frame_ms?: never; from?: never; half_duplex?: never; hook?: never; id?: never; level?: never; message?: never; mic_muted?: never; model?: never; origin?: never; partial_text?: never; plugin?: never; pressed?: never; push_to_talk?: never; reason?: never; recoverable?: never; request?: never; sentence?: never; stage?: never; state?: never; targets?: never; text?: never; to?: never; tools?: never; user_text?: never; why?: never } | 
 /**  The output sink has delivered the last sentence of the turn (audio: the last sample played). */
 ({ type: "playback_drained"; turn_id: number }) & { actions?: never; agent_id?: never; allowed?: never; asr_done_ms?: never; base_url?: never; call?: never; character?: never; code?: never; delta?: never; do_not_disturb?: never; duration_ms?: never; end?: never; end_of_turn_ms?: never; engine?: never; envelope?: never; first_audio_ms?: never; first_sentence_ms?: never; first_token_ms?: never; frame_ms?: never; from?: never; half_duplex?: never; hook?: never; id?: never; level?: never; message?: never; mic_muted?: never; model?: never; origin?: never; partial_text?: never; plugin?: never; pressed?: never; push_to_talk?: never; reason?: never; recoverable?: never; request?: never; sentence?: never; sentence_index?: never; stage?: never; state?: never; targets?: never; text?: never; to?: never; tools?: never; user_text?: never; why?: never } | 
+/**
+ *  The user started talking over the answer (`speech_over_answer`): its audio stopped where it was
+ *  and waits for their words. Followed by `answer_resumed`, or by `turn_aborted` if they were words.
+ */
+({ type: "answer_held"; turn_id: number }) & { actions?: never; agent_id?: never; allowed?: never; asr_done_ms?: never; base_url?: never; call?: never; character?: never; code?: never; delta?: never; do_not_disturb?: never; duration_ms?: never; end?: never; end_of_turn_ms?: never; engine?: never; envelope?: never; first_audio_ms?: never; first_sentence_ms?: never; first_token_ms?: never; frame_ms?: never; from?: never; half_duplex?: never; hook?: never; id?: never; level?: never; message?: never; mic_muted?: never; model?: never; origin?: never; partial_text?: never; plugin?: never; pressed?: never; push_to_talk?: never; reason?: never; recoverable?: never; request?: never; sentence?: never; sentence_index?: never; stage?: never; state?: never; targets?: never; text?: never; to?: never; tools?: never; user_text?: never; why?: never } | 
+/**  What the user said over the answer was not meant to stop it: the audio goes on where it stopped. */
+({ type: "answer_resumed"; turn_id: number; why: ResumeReason }) & { actions?: never; agent_id?: never; allowed?: never; asr_done_ms?: never; base_url?: never; call?: never; character?: never; code?: never; delta?: never; do_not_disturb?: never; duration_ms?: never; end?: never; end_of_turn_ms?: never; engine?: never; envelope?: never; first_audio_ms?: never; first_sentence_ms?: never; first_token_ms?: never; frame_ms?: never; from?: never; half_duplex?: never; hook?: never; id?: never; level?: never; message?: never; mic_muted?: never; model?: never; origin?: never; partial_text?: never; plugin?: never; pressed?: never; push_to_talk?: never; reason?: never; recoverable?: never; request?: never; sentence?: never; sentence_index?: never; stage?: never; state?: never; targets?: never; text?: never; to?: never; tools?: never; user_text?: never } | 
 /**  Something failed; the session goes on (an error event never ends it). */
 ({ type: "error"; code: ErrorCode; message: string; 
 /**
@@ -342,6 +356,14 @@ export type Op_Deserialize =
 /**  The voice front end heard speech begin (VAD onset). Interrupts the turn in flight: the user wins. */
 { type: "speech_started" } | 
 /**
+ *  The voice front end heard speech over the character's voice (echo-cancelled, past the barge-in
+ *  gate). The answer's audio stops at once but is kept until the words decide: real words interrupt
+ *  the turn (as `speech_started` would, history keeping what was heard up to the stop); nothing
+ *  recognisable, a backchannel ("mm-hm", "yeah") or the character's own words (echo) let the answer
+ *  go on where it stopped. The `speech_paused` / `speech_ended` of the same utterance decide.
+ */
+{ type: "speech_over_answer" } | 
+/**
  *  The user paused and the pause's words are recognised, but the end of the turn is not decided
  *  yet. The session may start the answer's request for these words; `speech_ended` with the same
  *  words uses it, anything else drops it.
@@ -357,7 +379,14 @@ asr_ms: number;
  *  How long after the last word the end of the turn was decided (the silence waited), so the
  *  session can date the end of speech: last word + end_of_turn_ms + asr_ms = now.
  */
-end_of_turn_ms?: number } | 
+end_of_turn_ms?: number; 
+/**
+ *  The utterance was speech over the answer (`speech_over_answer`) that stopped when the
+ *  character went quiet: nothing of it was heard after the answer was held. That is what the
+ *  echo canceller lets through of the character's own voice, so only an explicit request to
+ *  stop ("stop", "wait") stops the answer.
+ */
+over_answer_only?: boolean } | 
 /**  Cancel the turn in flight: LLM stream, pending tools, output. */
 { type: "interrupt" } | 
 /**  Swap persona, voice, model, plugins and memory space. */
@@ -412,6 +441,14 @@ export type Op_Serialize =
 /**  The voice front end heard speech begin (VAD onset). Interrupts the turn in flight: the user wins. */
 { type: "speech_started" } | 
 /**
+ *  The voice front end heard speech over the character's voice (echo-cancelled, past the barge-in
+ *  gate). The answer's audio stops at once but is kept until the words decide: real words interrupt
+ *  the turn (as `speech_started` would, history keeping what was heard up to the stop); nothing
+ *  recognisable, a backchannel ("mm-hm", "yeah") or the character's own words (echo) let the answer
+ *  go on where it stopped. The `speech_paused` / `speech_ended` of the same utterance decide.
+ */
+{ type: "speech_over_answer" } | 
+/**
  *  The user paused and the pause's words are recognised, but the end of the turn is not decided
  *  yet. The session may start the answer's request for these words; `speech_ended` with the same
  *  words uses it, anything else drops it.
@@ -427,7 +464,14 @@ asr_ms: number;
  *  How long after the last word the end of the turn was decided (the silence waited), so the
  *  session can date the end of speech: last word + end_of_turn_ms + asr_ms = now.
  */
-end_of_turn_ms: number } | 
+end_of_turn_ms: number; 
+/**
+ *  The utterance was speech over the answer (`speech_over_answer`) that stopped when the
+ *  character went quiet: nothing of it was heard after the answer was held. That is what the
+ *  echo canceller lets through of the character's own voice, so only an explicit request to
+ *  stop ("stop", "wait") stops the answer.
+ */
+over_answer_only: boolean } | 
 /**  Cancel the turn in flight: LLM stream, pending tools, output. */
 { type: "interrupt" } | 
 /**  Swap persona, voice, model, plugins and memory space. */
@@ -549,6 +593,22 @@ export type Region = {
 	width: number,
 	height: number,
 };
+
+/**  Why an answer stopped by speech over it went on (see `Op::SpeechOverAnswer`). */
+export type ResumeReason = 
+/**  No words were recognised (a cough, a click, breath). */
+"no_words" | 
+/**  Only a listening sound or an acknowledgement ("mm-hm", "uh-huh", "yeah", "嗯", "うん"). */
+"backchannel" | 
+/**  The words were the character's own (what the echo canceller left of its voice). */
+"own_voice" | 
+/**
+ *  The speech stopped when the character went quiet, and was no request to stop: most likely what
+ *  the echo canceller let through of the character's voice.
+ */
+"only_over_answer" | 
+/**  No words came within the time an answer is held for. */
+"timed_out";
 
 /**  What a sensor is doing, as shown in the UI (the privacy indicator reads `watching`). */
 export type SensorState = { state: "watching"; target: string } | 
