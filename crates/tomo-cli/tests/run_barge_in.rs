@@ -1,7 +1,8 @@
-//! Talking over the character on speakers, for real: `tomo run` speaks a long answer into the PulseAudio
-//! null sink and listens on its monitor (so it hears its own voice, as on speakers in a room); echo
-//! cancellation keeps it from hearing itself, and a question played over the answer interrupts it. The
-//! user's words become the next turn, and history keeps only what was heard of the cut answer.
+//! Talking over the character on speakers, for real and by default: `tomo run` speaks a long answer into
+//! the PulseAudio null sink and listens on its monitor (so it hears its own voice, as on speakers in a
+//! room); echo cancellation keeps it from hearing itself, and a question played over the answer holds
+//! it at once and then, its words recognised, stops it. The user's words become the next turn, and
+//! history keeps only what was heard of the cut answer, up to the hold.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -23,9 +24,6 @@ const STORY: &str = "Once upon a time a small grey cat lived on a windowsill in 
     And every night she purred until the whole house fell asleep.";
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "full duplex is opt-in: passes 9 of 10 runs on the 2-core null-sink loop (a cut-in whose start AEC3 \
-            suppressed was heard as 'thank you.'), not yet dependable enough for CI (README, Benchmarks); run with \
-            --ignored"]
 async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next_turn() {
     if !device_ready(&[
         "silero-vad",
@@ -52,7 +50,7 @@ async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next
         .env("TOMO_LLM_BASE_URL", server.base_url())
         .env("TOMO_DATA_DIR", dir.path().join("data"))
         .env("RUST_LOG", "tomo_runtime=debug,warn")
-        .args(["run", "--json", "--barge-in", "--profile"])
+        .args(["run", "--json", "--profile"])
         .arg(repo("crates/tomo-cli/tests/fixtures/voice/profile.toml"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -116,8 +114,10 @@ async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next
             .unwrap()
             .success()
     );
+    let mut held = false;
     let partial = loop {
         let event = next_event().await;
+        held |= event["type"] == "answer_held";
         let aborted = (event["type"] == "turn_aborted").then(|| event["partial_text"].clone());
         events.push(event);
         if let Some(partial) = aborted {
@@ -128,6 +128,7 @@ async fn the_users_words_interrupt_the_character_on_speakers_and_become_the_next
         !partial.is_empty() && partial.len() < STORY.len() && STORY.starts_with(&partial[..20]),
         "heard so far: {partial:?}"
     );
+    assert!(held, "the answer was held before it stopped: {events:#?}");
     // Two sentences had played before the cut, the end of the story had not.
     assert!(partial.contains("counted the clouds"), "{partial}");
     assert!(!partial.contains("purred"), "{partial}");
