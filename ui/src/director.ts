@@ -59,7 +59,8 @@ export class Director {
         this.unvoiced.clear(); // what was cut off was never said
         return [{ kind: 'stop_lipsync' }, { kind: 'rest' }];
       case 'playback_drained':
-        return [...this.takeUnvoiced(), { kind: 'rest' }];
+        // A held answer can end without `answer_resumed` (its last sound had already been played).
+        return [...this.takeUnvoiced(), { kind: 'stop_lipsync' }, { kind: 'rest' }];
       case 'turn_started':
         this.unvoiced.clear();
         this.heardUpTo = -1;

@@ -39,7 +39,9 @@ export class LipSync {
   private current: Utterance | null = null;
 
   start(envelope: number[], frameMs: number, durationMs: number, now: number): void {
-    this.current = { envelope, frameMs, durationMs, startedAt: now, heldAt: null };
+    // A sentence the device took up just as the answer was held starts held.
+    const held = this.current !== null && this.current.heldAt !== null;
+    this.current = { envelope, frameMs, durationMs, startedAt: now, heldAt: held ? now : null };
   }
 
   stop(): void {

@@ -36,7 +36,7 @@ describe('Director', () => {
       { kind: 'lipsync', envelope: [1], frameMs: 20, durationMs: 100 },
     ]);
     expect(d.commands(sentence)).toEqual([]);
-    expect(d.commands(ev({ type: 'playback_drained', turn_id: 1 }))).toEqual([{ kind: 'rest' }]);
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 1 }))).toEqual([{ kind: 'stop_lipsync' }, { kind: 'rest' }]);
   });
   it("keeps the emotion of a sentence whose audio never started, and applies it when playback drains", () => {
     const d = new Director();
@@ -52,26 +52,28 @@ describe('Director', () => {
     expect(d.commands(sentence(1, 'sad'))).toEqual([]);
     expect(d.commands(sentence(2, 'angry'))).toEqual([]);
     expect(d.commands(audio(1, 'sad'))[0]).toEqual({ kind: 'expression', id: 'f03' });
-    expect(d.commands(ev({ type: 'playback_drained', turn_id: 2 }))).toEqual([{ kind: 'expression', id: 'f02' }, { kind: 'rest' }]);
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 2 }))).toEqual([{ kind: 'expression', id: 'f02' }, { kind: 'stop_lipsync' }, { kind: 'rest' }]);
     // Once only: the next drain has nothing left over.
-    expect(d.commands(ev({ type: 'playback_drained', turn_id: 2 }))).toEqual([{ kind: 'rest' }]);
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 2 }))).toEqual([{ kind: 'stop_lipsync' }, { kind: 'rest' }]);
     // A later sentence without an emotion is heard after an unheard [sad]: the face turns sad with it.
     d.commands(ev({ type: 'turn_started', turn_id: 4 }));
     d.commands(audio(0, 'joy'));
     d.commands(sentence(1, 'sad'));
     const plain = ev({ type: 'audio_started', turn_id: 4, sentence_index: 2, duration_ms: 100, frame_ms: 20, envelope: [1], actions: [] });
     expect(d.commands(plain)[0]).toEqual({ kind: 'expression', id: 'f03' });
-    expect(d.commands(ev({ type: 'playback_drained', turn_id: 4 }))).toEqual([{ kind: 'rest' }]);
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 4 }))).toEqual([{ kind: 'stop_lipsync' }, { kind: 'rest' }]);
     // Everything heard: nothing extra at the drain.
     d.commands(ev({ type: 'turn_started', turn_id: 3 }));
     d.commands(sentence(0, 'angry'));
     d.commands(audio(0, 'angry'));
-    expect(d.commands(ev({ type: 'playback_drained', turn_id: 3 }))).toEqual([{ kind: 'rest' }]);
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 3 }))).toEqual([{ kind: 'stop_lipsync' }, { kind: 'rest' }]);
   });
   it('holds the mouth while the user talks over the answer and lets it go on with the sound', () => {
     const d = new Director();
     expect(d.commands(ev({ type: 'answer_held', turn_id: 5 }))).toEqual([{ kind: 'hold_lipsync' }]);
     expect(d.commands(ev({ type: 'answer_resumed', turn_id: 5, why: 'backchannel' }))).toEqual([{ kind: 'resume_lipsync' }]);
+    // Held when its last sound had already played: the drain gives the mouth back to idle motions.
+    expect(d.commands(ev({ type: 'playback_drained', turn_id: 5 }))).toContainEqual({ kind: 'stop_lipsync' });
   });
 });
 

@@ -43,6 +43,16 @@ describe('LipSync', () => {
     expect(ls.speaking(2249)).toBe(true);
     expect(ls.value(2250)).toBeNull();
   });
+  it('starts a sentence the device took up during a hold held', () => {
+    const ls = new LipSync();
+    ls.start([1, 1], 100, 200, 0);
+    ls.hold(50);
+    ls.start([1, 1], 100, 200, 80);
+    expect(ls.value(500)).toBe(0);
+    ls.resume(500);
+    expect(ls.value(500)).toBeCloseTo(mouthOpenness(1));
+    expect(ls.speaking(699)).toBe(true);
+  });
   it('mouth stays shut for noise and opens fully for loud frames', () => {
     expect(mouthOpenness(0.05)).toBe(0);
     expect(mouthOpenness(1)).toBe(1);

@@ -225,3 +225,49 @@ async fn a_second_utterance_announced_before_the_first_ones_words_keeps_the_answ
     s.session.send(Op::Shutdown).await.unwrap();
     s.session.join().await;
 }
+
+/// The end of an utterance over the answer that stopped when the character went quiet.
+fn ended_over_answer_only(words: &str) -> Op {
+    Op::SpeechEnded {
+        transcript: words.to_owned(),
+        asr_ms: 100,
+        end_of_turn_ms: 1_000,
+        over_answer_only: true,
+    }
+}
+
+#[tokio::test]
+async fn speech_that_stopped_with_the_character_stops_it_only_when_it_asks_to() {
+    // Words that are not the character's, but heard only while it spoke: what the canceller let
+    // through of its voice, misheard.
+    let mut s = speaking().await;
+    s.session.send(Op::SpeechOverAnswer).await.unwrap();
+    s.session
+        .send(ended_over_answer_only("Chair."))
+        .await
+        .unwrap();
+    let seen = collect_until(&mut s.events, |e| matches!(e, Event::AnswerResumed { .. })).await;
+    assert!(matches!(
+        seen.last().unwrap().event,
+        Event::AnswerResumed {
+            why: ResumeReason::OnlyOverAnswer,
+            ..
+        }
+    ));
+    // A short "Stop!" over the answer, the same way, stops it.
+    s.session.send(Op::SpeechOverAnswer).await.unwrap();
+    s.session
+        .send(ended_over_answer_only("Stop!"))
+        .await
+        .unwrap();
+    let seen = collect_until(&mut s.events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    assert!(
+        seen.iter()
+            .any(|e| matches!(e.event, Event::TurnAborted { turn_id: 1, .. }))
+    );
+    assert_eq!(s.speakers.holds(), [true, false, true]);
+    s.speakers.play_to_the_end();
+    collect_until(&mut s.events, is_idle).await;
+    s.session.send(Op::Shutdown).await.unwrap();
+    s.session.join().await;
+}

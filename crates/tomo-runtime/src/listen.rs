@@ -254,15 +254,16 @@ impl FrontEnd {
             );
             self.announce();
         }
-        let mut ended = None;
-        for event in events {
-            if let SegmenterEvent::SpeechEnded { at } = event {
-                ended = Some(at);
+        let mut events = events.into_iter().peekable();
+        while let Some(event) = events.next() {
+            // An end without its segment (too short, or the mode changed): said before whatever the
+            // same frame starts next (a push-to-talk press).
+            if let SegmenterEvent::SpeechEnded { at } = event
+                && !matches!(events.peek(), Some(SegmenterEvent::Segment(_)))
+            {
+                self.ended_without_words(at);
             }
             self.event(event, speaking);
-        }
-        if let Some(at) = ended {
-            self.ended_without_words(at);
         }
         Ok(())
     }

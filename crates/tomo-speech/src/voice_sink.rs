@@ -243,9 +243,14 @@ impl OutputSink for VoiceSink {
 
     fn interrupt(&self) {
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
-        self.output.stop();
-        if let Ok(mut play) = self.shared.play.lock() {
-            play.held_since = None;
+        // Under the lock `hold` takes too: a hold and a stop reach the output in the order they were
+        // made, and the sink's idea of the hold matches the output's (a stop ends it).
+        match self.shared.play.lock() {
+            Ok(mut play) => {
+                play.held_since = None;
+                self.output.stop();
+            }
+            Err(_) => self.output.stop(),
         }
         self.shared.interrupted.notify_waiters();
     }
@@ -364,7 +369,10 @@ fn play(
                         ..PlayState::default()
                     };
                 }
-                play.playing = Some((index, now, clip_duration));
+                // The device can take a clip's first samples just before a hold; it is then heard
+                // from the moment the hold ends.
+                let from = play.held_since.unwrap_or(now);
+                play.playing = Some((index, from, clip_duration));
             }
             started.emit(Event::AudioStarted {
                 turn_id: turn,

@@ -357,16 +357,15 @@ impl Coordinator {
                 if text.is_empty() {
                     return;
                 }
-                self.detach_talk_over();
                 self.drop_anticipation().await;
                 self.stop_current_turn().await;
                 self.start_turn(text, None, None, None);
             }
             Op::SpeechStarted => {
-                // The user wins: whatever the character was doing stops.
-                self.detach_talk_over();
+                // The user wins: whatever the character was doing stops (and with it any hold).
                 self.drop_anticipation().await;
                 self.stop_current_turn().await;
+                self.detach_talk_over();
                 if self.state.state() == SessionState::Idle {
                     self.transition(SessionState::Listening);
                 }
@@ -377,31 +376,12 @@ impl Coordinator {
                 end_of_turn_ms,
                 over_answer_only,
             } => {
-                let text = transcript.trim().to_owned();
-                if self.judge_talk_over(&text, true, over_answer_only).await == Some(false) {
-                    // Said over the answer and not meant to stop it: no turn.
-                    self.drop_anticipation().await;
-                    if self.state.state() == SessionState::Listening {
-                        self.transition(SessionState::Idle);
-                    }
-                    return;
-                }
-                // The request started in the pause, if it was for these words.
-                let before_turn = self.take_anticipation(&text).await;
-                if text.is_empty() {
-                    // Noise or a cough: no turn.
-                    if self.state.state() == SessionState::Listening {
-                        self.transition(SessionState::Idle);
-                    }
-                    return;
-                }
-                self.stop_current_turn().await;
-                self.emit(Event::UserTranscript { text: text.clone() });
                 let waited = (
                     std::time::Duration::from_millis(end_of_turn_ms),
                     std::time::Duration::from_millis(asr_ms),
                 );
-                self.start_turn(text, None, Some(waited), before_turn);
+                self.speech_ended(transcript.trim(), waited, over_answer_only)
+                    .await;
             }
             Op::SpeechOverAnswer => self.speech_over_answer(),
             Op::SpeechPaused { transcript } => {
@@ -420,10 +400,7 @@ impl Coordinator {
                     active.cancel.cancel();
                 }
             }
-            Op::SwitchProfile { path } => {
-                self.detach_talk_over();
-                self.switch_profile(Path::new(&path)).await
-            }
+            Op::SwitchProfile { path } => self.switch_profile(Path::new(&path)).await,
             Op::Notice { level, message } => self.emit(Event::Notice { level, message }),
             Op::ListSensorTargets { plugin } => {
                 if let Err(error) = self.plugins.command(&plugin, SensorCommand::ListTargets) {

@@ -16,13 +16,14 @@ use tomo_protocol::{Event, ResumeReason, SessionState, TurnId};
 
 use super::Coordinator;
 use super::verdict::{Judging, Verdict, verdict};
+use crate::sink::Playhead;
 
 /// The longest an answer waits for the words of the speech over it; after this it goes on. The words
 /// normally decide within a second of the speaker pausing, so this only covers a recogniser that never
 /// answered.
 const MAX_HOLD: Duration = Duration::from_secs(15);
-/// How many of the character's latest sentences its echo is looked for in.
-const OWN_SENTENCES: usize = 6;
+/// How many of the character's latest sentences are remembered (a few answers' worth).
+const OWN_SENTENCES: usize = 64;
 
 /// Utterances that began under the character's voice whose final words are not judged yet. The
 /// listener announces each once (`speech_over_answer`, from its own thread) and the recogniser sends
@@ -49,25 +50,46 @@ impl TalkOver {
     }
 }
 
-/// The character's latest spoken sentences (what its echo sounds like), across turns: the tail of an
-/// answer can still be in the room when it ends.
+/// The character's latest sentences, (turn, index, spoken text): what its echo can sound like. Its
+/// echo is what is playing, which can be far behind what the model has written, so the sentences
+/// around the playhead are looked at, not the newest.
 #[derive(Debug, Default)]
-pub(super) struct OwnSpeech(VecDeque<String>);
+pub(super) struct OwnSpeech(VecDeque<(TurnId, u32, String)>);
 
 impl OwnSpeech {
     pub(super) fn record(&mut self, event: &Event) {
-        if let Event::Sentence { sentence, .. } = event
+        if let Event::Sentence { turn_id, sentence } = event
             && let Some(spoken) = &sentence.tts_text
         {
             if self.0.len() == OWN_SENTENCES {
                 self.0.pop_front();
             }
-            self.0.push_back(spoken.clone());
+            self.0.push_back((*turn_id, sentence.index, spoken.clone()));
         }
     }
 
-    fn sentences(&self) -> Vec<String> {
-        self.0.iter().cloned().collect()
+    /// The sentences of `turn` from the one before the playhead's to the one after it; without a turn
+    /// or a playhead (the answer just ended: its tail is in the room), the last three recorded.
+    fn around(&self, playing: Option<(TurnId, Playhead)>) -> Vec<String> {
+        match playing {
+            Some((turn, playhead)) => self
+                .0
+                .iter()
+                .filter(|(t, index, _)| {
+                    *t == turn
+                        && (playhead.sentence.saturating_sub(1)..=playhead.sentence + 1)
+                            .contains(index)
+                })
+                .map(|(.., text)| text.clone())
+                .collect(),
+            None => self
+                .0
+                .iter()
+                .rev()
+                .take(3)
+                .map(|(.., text)| text.clone())
+                .collect(),
+        }
     }
 }
 
@@ -76,7 +98,7 @@ impl Coordinator {
     pub(super) fn speech_over_answer(&mut self) {
         let current = self.current.as_ref().map(|active| active.id);
         let talk_over = self.talk_over.get_or_insert(TalkOver {
-            turn: current,
+            turn: None,
             held: false,
             went_on: None,
             open: 0,
@@ -115,8 +137,13 @@ impl Coordinator {
         last: bool,
         over_answer_only: bool,
     ) -> Option<bool> {
+        let playing = self
+            .talk_over
+            .as_ref()?
+            .turn
+            .and_then(|turn| Some((turn, self.sink.playhead(turn)?)));
+        let own_speech = self.own_speech.around(playing);
         let talk_over = self.talk_over.as_mut()?;
-        let own_speech = self.own_speech.sentences();
         let judging = Judging {
             own_speech: &own_speech,
             min_words: self.character.profile.asr.interrupt_min_words as usize,
@@ -129,10 +156,16 @@ impl Coordinator {
         }
         match decided {
             Verdict::Yield => {
+                let held = talk_over.held;
                 self.talk_over = None;
                 // The user wins: the turn stops where its audio was held.
                 self.drop_anticipation().await;
                 self.stop_current_turn().await;
+                if held {
+                    // A turn that had played everything stops without touching the output: the
+                    // hold must not outlive it.
+                    self.sink.interrupt();
+                }
                 if self.state.state() == SessionState::Idle {
                     self.transition(SessionState::Listening);
                 }

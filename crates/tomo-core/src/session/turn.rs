@@ -251,7 +251,12 @@ async fn execute(
                 // This turn failed; the next one asks the model afresh.
                 recoverable: true,
             });
-            let _ = sink.finish_turn(turn_id).await;
+            // What was said before the failure plays out, unless the turn is stopped (its audio may
+            // be held for speech over it, and a hold only ends with the turn).
+            tokio::select! {
+                () = cancel.cancelled() => sink.interrupt(),
+                _ = sink.finish_turn(turn_id) => {}
+            }
         }
     }
 }
