@@ -64,15 +64,23 @@ pub fn start_desktop() -> Option<Desktop> {
     unsafe {
         std::env::set_var("DISPLAY", &display);
     }
-    let wm = Command::new("openbox")
-        .env("DISPLAY", &display)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn openbox");
+    let openbox = || {
+        Command::new("openbox")
+            .env("DISPLAY", &display)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn openbox")
+    };
+    let mut wm = openbox();
     // openbox is up once it advertises itself on the root window (then it maintains _NET_CLIENT_LIST).
+    // On a loaded machine it can find the display not yet answering and exit (a CI run waited the
+    // whole 20 s for one that had): start it again then.
     let start = Instant::now();
     loop {
+        if matches!(wm.try_wait(), Ok(Some(_))) {
+            wm = openbox();
+        }
         let out = Command::new("xprop")
             .args(["-root", "_NET_SUPPORTING_WM_CHECK"])
             .env("DISPLAY", &display)
