@@ -10,12 +10,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tomo_core::session::heard::CUT_MARKER;
-use tomo_core::sink::{OutputSink, Playhead};
+use tomo_core::sink::OutputSink;
 use tomo_protocol::{Event, Op};
 use tomo_testkit::{ScriptedServer, script};
 
 use support::session::{collect_until, environment, is_idle, say, start, write_profile};
-use support::voice::Speakers;
+use support::voice::{self, Speakers};
 
 fn last_history_record(dir: &std::path::Path) -> Value {
     let history = std::fs::read_to_string(dir.join("characters/hana/history.jsonl")).unwrap();
@@ -25,25 +25,15 @@ fn last_history_record(dir: &std::path::Path) -> Value {
 #[tokio::test]
 async fn history_keeps_the_sentences_heard_and_the_share_of_the_one_playing() {
     let answer = "One sentence here. Two is a longer sentence here. Three.";
-    let server = ScriptedServer::start(vec![
-        script::text_reply(answer),
-        script::text_reply("Sorry, go on."),
-    ])
-    .await
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let speakers = Arc::new(Speakers::default());
-    let (session, mut events) =
-        start(&profile, environment(dir.path(), vec![]), speakers.clone()).await;
-    say(&session, "tell me something").await;
     // The text is complete; the speakers are in the middle of the second sentence (half of its audio).
-    collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    let voice::Speaking {
+        server,
+        dir,
+        speakers,
+        session,
+        mut events,
+    } = voice::speaking(&[answer, "Sorry, go on."], "tell me something").await;
     assert_eq!(speakers.sentences.lock().unwrap().len(), 3);
-    *speakers.playhead.lock().unwrap() = Some(Playhead {
-        sentence: 1,
-        fraction: 0.5,
-    });
     session.send(Op::Interrupt).await.unwrap();
     let seen = collect_until(&mut events, is_idle).await;
     let partial = seen

@@ -7,56 +7,22 @@
 
 mod support;
 
-use std::sync::Arc;
-
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
-use tomo_core::session::SessionHandle;
 use tomo_core::session::heard::CUT_MARKER;
-use tomo_core::sink::Playhead;
-use tomo_protocol::{Event, EventEnvelope, Op, ResumeReason};
-use tomo_testkit::{ScriptedServer, script};
+use tomo_protocol::{Event, Op, ResumeReason};
 
-use support::session::{collect_until, environment, is_idle, say, start, write_profile};
-use support::voice::{Speakers, ended, paused};
+use support::session::{collect_until, is_idle};
+use support::voice::{self, Speaking, ended, paused};
 
 const ANSWER: &str = "The weather tomorrow looks sunny. You could go to the beach.";
 
-struct Speaking {
-    server: ScriptedServer,
-    dir: tempfile::TempDir,
-    speakers: Arc<Speakers>,
-    session: SessionHandle,
-    events: UnboundedReceiver<EventEnvelope>,
-}
-
-/// A session whose character is playing [`ANSWER`] (its text complete), halfway into the second
-/// sentence.
+/// The character playing [`ANSWER`], halfway into its second sentence.
 async fn speaking() -> Speaking {
-    let server = ScriptedServer::start(vec![
-        script::text_reply(ANSWER),
-        script::text_reply("Oh, sorry. Saturday looks rainy."),
-    ])
+    voice::speaking(
+        &[ANSWER, "Oh, sorry. Saturday looks rainy."],
+        "what's the weather tomorrow?",
+    )
     .await
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let speakers = Arc::new(Speakers::default());
-    let (session, mut events) =
-        start(&profile, environment(dir.path(), vec![]), speakers.clone()).await;
-    say(&session, "what's the weather tomorrow?").await;
-    collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
-    *speakers.playhead.lock().unwrap() = Some(Playhead {
-        sentence: 1,
-        fraction: 0.5,
-    });
-    Speaking {
-        server,
-        dir,
-        speakers,
-        session,
-        events,
-    }
 }
 
 fn history(dir: &std::path::Path) -> Vec<Value> {
@@ -156,10 +122,7 @@ async fn real_words_over_the_answer_stop_it_where_it_was_held_and_become_the_nex
     let cut = format!("The weather tomorrow looks sunny. You could go{CUT_MARKER}");
     assert_eq!(messages[2]["content"], cut.as_str());
     assert_eq!(messages[3]["content"], "What about Saturday?");
-    s.speakers.play_to_the_end();
-    collect_until(&mut s.events, is_idle).await;
-    s.session.send(Op::Shutdown).await.unwrap();
-    s.session.join().await;
+    s.finish().await;
 }
 
 #[tokio::test]
@@ -185,10 +148,7 @@ async fn after_an_acknowledgement_more_words_hold_the_answer_again_and_stop_it()
         &e.event,
         Event::TurnStarted { user_text, .. } if user_text == "Yeah, but is it windy?"
     )));
-    s.speakers.play_to_the_end();
-    collect_until(&mut s.events, is_idle).await;
-    s.session.send(Op::Shutdown).await.unwrap();
-    s.session.join().await;
+    s.finish().await;
 }
 
 #[tokio::test]
@@ -266,8 +226,5 @@ async fn speech_that_stopped_with_the_character_stops_it_only_when_it_asks_to() 
             .any(|e| matches!(e.event, Event::TurnAborted { turn_id: 1, .. }))
     );
     assert_eq!(s.speakers.holds(), [true, false, true]);
-    s.speakers.play_to_the_end();
-    collect_until(&mut s.events, is_idle).await;
-    s.session.send(Op::Shutdown).await.unwrap();
-    s.session.join().await;
+    s.finish().await;
 }

@@ -1,12 +1,17 @@
 //! A voice front end's side of a session, for the tests: the speech ops, and speakers that are still
 //! playing the answer (at a playhead the test sets) until the test lets them drain.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::oneshot;
+use tomo_core::session::SessionHandle;
 use tomo_core::sink::{OutputSink, Playhead, SinkError};
-use tomo_protocol::{Op, Sentence, TurnId};
+use tomo_protocol::{Event, EventEnvelope, Op, Sentence, TurnId};
+use tomo_testkit::{ScriptedServer, script};
+
+use super::session::{collect_until, environment, is_idle, say, start, write_profile};
 
 pub fn paused(words: &str) -> Op {
     Op::SpeechPaused {
@@ -72,5 +77,49 @@ impl OutputSink for Speakers {
 
     fn plays_audio(&self) -> bool {
         true
+    }
+}
+
+/// A session whose character has written its whole answer to `question` (the server's first reply)
+/// and whose speakers are halfway into its second sentence.
+pub struct Speaking {
+    pub server: ScriptedServer,
+    pub dir: tempfile::TempDir,
+    pub speakers: Arc<Speakers>,
+    pub session: SessionHandle,
+    pub events: UnboundedReceiver<EventEnvelope>,
+}
+
+pub async fn speaking(replies: &[&str], question: &str) -> Speaking {
+    let server = ScriptedServer::start(replies.iter().map(|r| script::text_reply(r)).collect())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
+    let speakers = Arc::new(Speakers::default());
+    let (session, mut events) =
+        start(&profile, environment(dir.path(), vec![]), speakers.clone()).await;
+    say(&session, question).await;
+    collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    *speakers.playhead.lock().unwrap() = Some(Playhead {
+        sentence: 1,
+        fraction: 0.5,
+    });
+    Speaking {
+        server,
+        dir,
+        speakers,
+        session,
+        events,
+    }
+}
+
+impl Speaking {
+    /// Plays the answer in flight to its end, waits for the session to be idle, and stops it.
+    pub async fn finish(mut self) {
+        self.speakers.play_to_the_end();
+        collect_until(&mut self.events, is_idle).await;
+        self.session.send(Op::Shutdown).await.unwrap();
+        self.session.join().await;
     }
 }
