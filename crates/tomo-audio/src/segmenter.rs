@@ -450,9 +450,15 @@ impl<V: VoiceActivity> Segmenter<V> {
             return None;
         }
         active.asked_at = Some(index);
+        let asked = std::time::Instant::now();
         match turn.model.probability_done(&active.samples) {
             Ok(probability) => {
-                tracing::debug!(probability, silence_frames = silence, "end of turn asked");
+                tracing::debug!(
+                    probability,
+                    silence_frames = silence,
+                    took_ms = asked.elapsed().as_millis() as u64,
+                    "end of turn asked"
+                );
                 (probability >= turn.threshold).then_some(TurnEnd::ModelDone { probability })
             }
             Err(error) => {

@@ -139,6 +139,7 @@ fn serve(
                     speculation = None;
                     continue;
                 }
+                let began = Instant::now();
                 let text = match asr.transcribe_unless(&snapshot.samples, &stale) {
                     Err(AsrError::GivenUp) => {
                         tracing::debug!("the speaker went on; the pause's recognition stopped");
@@ -147,6 +148,11 @@ fn serve(
                     }
                     other => other.map(|t| t.text),
                 };
+                tracing::debug!(
+                    took_ms = began.elapsed().as_millis() as u64,
+                    samples = snapshot.samples.len(),
+                    "pause recognised"
+                );
                 // The session may start the answer for these words while the end of the turn is
                 // still being decided (unless newer audio already made them stale). No words are said
                 // too: speech over the character's answer that was only a cough lets it go on at once.

@@ -141,6 +141,7 @@ pub fn start_listening(
                 asr,
                 utterance: None,
                 was_speaking: false,
+                frame_began: Instant::now(),
             };
             front.run(&streams, &*notify);
         })
@@ -182,6 +183,9 @@ struct FrontEnd {
     asr: AsrJobs,
     utterance: Option<Utterance>,
     was_speaking: bool,
+    /// When the frame being handled reached the front end: a turn decided on it was decided this much
+    /// later than its audio says (the end-of-turn model runs on it).
+    frame_began: Instant,
 }
 
 impl FrontEnd {
@@ -225,6 +229,7 @@ impl FrontEnd {
             });
         }
         let voice = frame.voice.as_deref().unwrap_or(&frame.samples);
+        self.frame_began = Instant::now();
         events.extend(self.segmenter.push_heard(&frame.samples, voice)?);
         let position = self.segmenter.position();
         let speech = self.segmenter.last_probability() >= self.barge_in.threshold;
@@ -351,7 +356,9 @@ impl FrontEnd {
                     );
                     return;
                 };
-                let end_of_turn = self.segmenter.position().saturating_sub(segment.speech_end);
+                // The silence it waited for, and the end-of-turn model's own time on this frame.
+                let end_of_turn = self.segmenter.position().saturating_sub(segment.speech_end)
+                    + self.frame_began.elapsed();
                 let job = AsrJob::Final {
                     segment,
                     end_of_turn,
