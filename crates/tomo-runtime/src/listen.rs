@@ -141,7 +141,6 @@ pub fn start_listening(
                 asr,
                 utterance: None,
                 was_speaking: false,
-                frame_began: Instant::now(),
             };
             front.run(&streams, &*notify);
         })
@@ -183,9 +182,6 @@ struct FrontEnd {
     asr: AsrJobs,
     utterance: Option<Utterance>,
     was_speaking: bool,
-    /// When the frame being handled reached the front end: a turn decided on it was decided this much
-    /// later than its audio says (the end-of-turn model runs on it).
-    frame_began: Instant,
 }
 
 impl FrontEnd {
@@ -229,7 +225,9 @@ impl FrontEnd {
             });
         }
         let voice = frame.voice.as_deref().unwrap_or(&frame.samples);
-        self.frame_began = Instant::now();
+        // A turn decided on this frame is decided this much later than its audio says (the end-of-turn
+        // model runs on it).
+        let arrived = Instant::now();
         events.extend(self.segmenter.push_heard(&frame.samples, voice)?);
         let position = self.segmenter.position();
         let speech = self.segmenter.last_probability() >= self.barge_in.threshold;
@@ -268,7 +266,7 @@ impl FrontEnd {
             {
                 self.ended_without_words(at);
             }
-            self.event(event, speaking);
+            self.event(event, speaking, arrived);
         }
         Ok(())
     }
@@ -315,7 +313,7 @@ impl FrontEnd {
         }
     }
 
-    fn event(&mut self, event: SegmenterEvent, speaking: bool) {
+    fn event(&mut self, event: SegmenterEvent, speaking: bool, arrived: Instant) {
         match event {
             SegmenterEvent::SpeechStarted { .. } => {
                 let gated = speaking && self.segmenter.mode() == ListenMode::HandsFree;
@@ -358,7 +356,7 @@ impl FrontEnd {
                 };
                 // The silence it waited for, and the end-of-turn model's own time on this frame.
                 let end_of_turn = self.segmenter.position().saturating_sub(segment.speech_end)
-                    + self.frame_began.elapsed();
+                    + arrived.elapsed();
                 let job = AsrJob::Final {
                     segment,
                     end_of_turn,
