@@ -335,9 +335,13 @@ impl<V: VoiceActivity> Segmenter<V> {
             ListenMode::HandsFree => {
                 // Nothing below the quiet level is speech, so while no utterance is open the model is
                 // not asked: it is most of what idle listening costs. Inside an utterance every frame
-                // is asked, so the end of the turn is timed as before.
-                let probability = if self.skip_quiet && self.active.is_none() && is_quiet(analysed)
-                {
+                // is asked, so the end of the turn is timed as before. Quiet means both signals: while
+                // the character speaks the echo suppressor takes most frames of its voice under the
+                // quiet level, and resetting the model on each of them left it starting afresh at the
+                // user's first syllables (on the far room's echo fixture it then heard words over an
+                // answer up to 1.5 s late); the linear output keeps the residual echo above it.
+                let quiet = is_quiet(analysed) && is_quiet(kept);
+                let probability = if self.skip_quiet && self.active.is_none() && quiet {
                     self.skipped = true;
                     0.0
                 } else {

@@ -1,0 +1,153 @@
+//! How soon words said over an answer hold it, over many placements: each echo fixture's six phrases
+//! (the user alone: its microphone minus its room's echo) are laid over every one of the 20 answers in
+//! that room, six times with the phrases rotated (120 per room), and the front end's detection runs on
+//! the result as the listener does it (real AEC3, the live segmenter with its Silero VAD, the barge-in
+//! gate, reset when an answer starts). Prints, per room, how many were held within 300 ms of their onset
+//! and the distribution; then how often the rooms' echo alone was held. Audio time throughout.
+//!
+//! `cargo run --release -p tomo-runtime --example talk_over_timing`
+//! The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tomo_audio::echo::cancel_recorded;
+use tomo_audio::{BargeInConfig, BargeInGate, EchoConfig, FRAME_SAMPLES, Segmenter, read_wav_mono};
+use tomo_models::ModelStore;
+
+/// When a phrase begins after the start of the answer it is laid over: 0.4 s, then 0.1 s later for each
+/// next answer, five steps, so the phrase meets different parts of the character's sentences.
+const FIRST_AT: usize = 6_400;
+const STEP: usize = 1_600;
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tomo-audio/tests/fixtures")
+        .join(case)
+}
+
+fn json(path: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+fn field(value: &serde_json::Value, name: &str) -> Result<usize> {
+    value[name]
+        .as_u64()
+        .map(|n| n as usize)
+        .with_context(|| format!("no `{name}` in {value}"))
+}
+
+/// Where each answer plays (samples at 16 kHz).
+fn answers() -> Result<Vec<(usize, usize)>> {
+    let answers = json(&fixture("echo-answers").join("answers.json"))?;
+    answers["answers"]
+        .as_array()
+        .context("no answers")?
+        .iter()
+        .map(|a| Ok((field(a, "start")?, field(a, "end")?)))
+        .collect()
+}
+
+/// Samples where the gate held an answer, running the listener's detection over `mic`.
+fn holds(store: &ModelStore, mic: &[f32], answers: &[(usize, usize)]) -> Result<Vec<usize>> {
+    let played = read_wav_mono(&fixture("echo-answers").join("ref.wav"))?;
+    let cleaned = cancel_recorded(mic, &played, &EchoConfig::default());
+    let mut segmenter = Segmenter::new(
+        tomo_runtime::voice::vad(store)?,
+        &tomo_runtime::voice::segmenter_config(),
+    );
+    let config = BargeInConfig::default();
+    let mut gate = BargeInGate::new(&config);
+    let mut was_speaking = false;
+    let mut held = Vec::new();
+    for (k, kept_db) in cleaned.kept_db.iter().enumerate() {
+        let frame = k * FRAME_SAMPLES..(k + 1) * FRAME_SAMPLES;
+        if frame.end > cleaned.samples.len() {
+            break;
+        }
+        segmenter.push_heard(
+            &cleaned.samples[frame.clone()],
+            &cleaned.voice[frame.clone()],
+        )?;
+        let speaking = answers
+            .iter()
+            .any(|(start, end)| (*start..*end).contains(&frame.start));
+        if speaking && !was_speaking {
+            gate = BargeInGate::new(&config);
+        }
+        was_speaking = speaking;
+        if speaking && gate.push(segmenter.last_probability(), *kept_db).is_some() {
+            held.push(frame.end);
+        }
+    }
+    Ok(held)
+}
+
+/// Milliseconds from each phrase's onset to the hold that followed it (None: never held).
+fn room(store: &ModelStore, case: &str, answers: &[(usize, usize)]) -> Result<Vec<Option<f64>>> {
+    let description = json(&fixture(case).join("case.json"))?;
+    let room = description["room"].as_str().context("no room")?.to_owned();
+    let mic = read_wav_mono(&fixture(case).join("mic.wav"))?.samples;
+    let echo = read_wav_mono(&fixture(&room).join("mic.wav"))?.samples;
+    let mut phrases = Vec::new();
+    for event in description["events"].as_array().context("no events")? {
+        if event["kind"] != "words" {
+            continue;
+        }
+        let (start, end) = (field(event, "start")?, field(event, "end")?);
+        let user: Vec<f32> = (start..end.min(mic.len()).min(echo.len()))
+            .map(|i| mic[i] - echo[i])
+            .collect();
+        phrases.push((user, field(event, "onset")? - start));
+    }
+    let mut delays = Vec::new();
+    for rotation in 0..phrases.len() {
+        let mut heard = echo.clone();
+        let mut onsets = Vec::new();
+        for (i, (answer_start, _)) in answers.iter().enumerate() {
+            let (user, onset) = &phrases[(i + rotation) % phrases.len()];
+            let at = answer_start + FIRST_AT + STEP * (i % 5);
+            for (sample, said) in heard.iter_mut().skip(at).zip(user) {
+                *sample += said;
+            }
+            onsets.push(at + onset);
+        }
+        let held = holds(store, &heard, answers)?;
+        for onset in onsets {
+            let first = held.iter().find(|&&h| h >= onset);
+            delays.push(first.map(|h| (h - onset) as f64 / 16.0));
+        }
+    }
+    Ok(delays)
+}
+
+fn main() -> Result<()> {
+    let store = ModelStore::from_env()?;
+    let answers = answers()?;
+    for case in ["echo-barge-in", "echo-barge-in-far"] {
+        let delays = room(&store, case, &answers)?;
+        let mut held: Vec<f64> = delays.iter().flatten().copied().collect();
+        held.sort_by(f64::total_cmp);
+        let at = |q: f64| held[((held.len() - 1) as f64 * q).round() as usize];
+        println!(
+            "{case}: {} phrases, {} held within 300 ms of their onset, {} never; p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",
+            delays.len(),
+            held.iter().filter(|&&d| d <= 300.0).count(),
+            delays.len() - held.len(),
+            at(0.5),
+            at(0.9),
+            at(1.0),
+        );
+    }
+    for case in ["echo-loopback", "echo-room-near", "echo-room-far"] {
+        let mic = read_wav_mono(&fixture(case).join("mic.wav"))?.samples;
+        let held = holds(&store, &mic, &answers)?;
+        println!(
+            "{case}: the echo alone held {} of {} answers",
+            held.len(),
+            answers.len()
+        );
+    }
+    Ok(())
+}
