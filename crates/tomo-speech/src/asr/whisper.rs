@@ -156,21 +156,46 @@ fn check_header(path: &Path) -> Result<(), HeaderError> {
 }
 
 /// Encoder positions for `samples` of 16 kHz audio: 50 per second plus a margin, but never below 384 of
-/// the model's 1500. Encoder time follows the window: on the 2-core machine (base at f16, 2 threads, the
-/// spoken benchmark questions of 2-3 s) ASR took 445 ms at a floor of 512, 343 ms at 384, 253 ms at 256
-/// (the q8_0 weights now installed take about a quarter less). At 256
-/// short turns garble (tests/whisper_asr.rs `base_transcribes_short_turns`: "What time is it? What time is
-/// it?", flite WER 0.23); at 384 they read as at 512 (flite WER 0 both; espeak-ng 0.23-0.27 against 0.18, one
-/// or two words of 22), and the longer sentences are word for word the same.
+/// the model's 1500. Whisper's encoder always works on 30 s windows however short the utterance; sizing
+/// the window to the audio cuts encoder time several-fold. On the 2-core machine (base at f16, 2 threads,
+/// the spoken benchmark questions of 2-3 s) ASR took 445 ms at a floor of 512, 343 ms at 384, 253 ms at
+/// 256 (the q8_0 weights now installed take about a quarter less). At 256 short turns garble
+/// (tests/whisper_asr.rs `base_transcribes_short_turns`: "What time is it? What time is it?", flite WER
+/// 0.23); at 384 they read as at 512 (espeak-ng: one or two words of 22 apart), longer sentences word
+/// for word. A floor of 256 from 2 s of audio on (384 below) read every 2-3.6 s
+/// question of `examples/asr_window` as 384 did and ≈ 20 % sooner, but espeak-ng's "How long does it take
+/// to boil an egg?" (2.4 s) looped at 256 positions and took 0.9-7 s instead of 0.35: not worth it.
 fn audio_context(samples: usize) -> i32 {
     let positions = (samples.div_ceil(320) + 128).max(384);
     positions.min(1500) as i32
 }
 
-/// More words than anyone speaks in that much 16 kHz audio (~4.5 words per second, at least 8).
+/// Whether `text` is whisper looping rather than the words of `samples` (16 kHz): more words than anyone
+/// speaks in that much audio (~4.5 words per second, at least 8) *and* a run of three words said again,
+/// or far more (7 per second, at least 12) whatever they are. Word count alone misjudged fast real
+/// speech: flite's "Could you recommend a good book to read?" (2.1 s, 10 words) was decoded again with
+/// the full window, 2.1 s instead of 0.35.
 fn looks_like_a_loop(text: &str, samples: usize) -> bool {
     let seconds = samples as f64 / 16_000.0;
-    text.split_whitespace().count() as f64 > (seconds * 4.5).max(8.0)
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|word| {
+            word.chars()
+                .filter(|c| c.is_alphanumeric())
+                .flat_map(char::to_lowercase)
+                .collect()
+        })
+        .collect();
+    let count = words.len() as f64;
+    let runaway = count > (seconds * 7.0).max(12.0);
+    let too_many = count > (seconds * 4.5).max(8.0);
+    runaway || (too_many && repeats_a_phrase(&words))
+}
+
+/// Some run of three words occurs twice.
+fn repeats_a_phrase(words: &[String]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    words.windows(3).any(|phrase| !seen.insert(phrase))
 }
 
 impl WhisperAsr {
@@ -200,9 +225,7 @@ impl WhisperAsr {
         params.set_suppress_blank(true);
         params.set_suppress_nst(true);
         params.set_no_context(true); // each utterance stands alone; no drift from the previous one
-        // Whisper's encoder always works on 30 s windows (1500 positions) however short the utterance;
-        // sizing the window to the audio (+ a margin) cuts encoder time several-fold for spoken turns.
-        params.set_audio_ctx(window);
+        params.set_audio_ctx(window); // see `audio_context`
         params.set_print_special(false);
         params.set_print_progress(false);
         params.set_print_realtime(false);
@@ -396,5 +419,17 @@ mod loop_guard_tests {
             !looks_like_a_loop("one two three", 8_000),
             "short clips get at least 8 words"
         );
+    }
+
+    #[test]
+    fn fast_real_speech_is_not_a_loop() {
+        // 10 words in 2.1 s (flite), none repeated.
+        let fast = "Could you write them in the good book to read?";
+        assert!(!looks_like_a_loop(fast, 33_600));
+        // The same said twice in that time is.
+        assert!(looks_like_a_loop(&format!("{fast} {fast}"), 33_600));
+        // Far too many words for the audio is, repeated or not.
+        let runaway: String = (0..40).map(|n| format!("w{n} ")).collect();
+        assert!(looks_like_a_loop(&runaway, 4 * 16_000));
     }
 }

@@ -1,0 +1,143 @@
+//! Word error rate and time of whisper base on spoken turns grouped by length (under 1.5 s, about 2 s,
+//! 2-3 s, 3-3.6 s), in flite's and espeak-ng's voices: what the encoder window sized to the audio
+//! (`audio_context` in src/asr/whisper.rs) costs in words and saves in time. Every miss is printed.
+//!
+//! `cargo run --release -p tomo-speech --example asr_window`   (needs flite and espeak-ng)
+//! The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use tomo_speech::asr::{SpeechToText, WhisperAsr, word_error_rate};
+
+const SETS: &[(&str, &[&str])] = &[
+    (
+        "short",
+        &[
+            "How are you?",
+            "Yes, please.",
+            "Good night!",
+            "Thank you so much.",
+            "What time is it?",
+            "Tell me a joke.",
+            "I'm back.",
+            "Really?",
+        ],
+    ),
+    (
+        "about 2 s",
+        &[
+            "Can you tell me a story?",
+            "What is the weather like today?",
+            "Turn off the lights, please.",
+            "I had a long day at work.",
+            "Do you remember my name?",
+            "Let's play a game together.",
+            "Where did I put my keys?",
+            "Wake me up at seven.",
+        ],
+    ),
+    (
+        "2-3 s",
+        &[
+            "What's the weather like in Tokyo tomorrow?",
+            "Tell me something interesting about octopuses.",
+            "Could you recommend a good book to read?",
+            "I was thinking maybe we could go out tonight.",
+            "How long does it take to boil an egg?",
+            "Remind me to buy milk on the way home.",
+        ],
+    ),
+    (
+        "3-3.6 s",
+        &[
+            "The weather is lovely today, so let's go for a walk in the park.",
+            "Please remind me to call my sister tomorrow morning.",
+            "I would like a cup of coffee with milk and no sugar.",
+            "What time does the train to the city leave?",
+            "My favorite color is blue and I have two cats.",
+            "Can you play some relaxing music while I read a book?",
+        ],
+    ),
+];
+
+/// `text` said by `voice` ("flite" or "espeak-ng") into `wav`.
+fn say(voice: &str, text: &str, wav: &Path) -> Result<(), String> {
+    let mut command = Command::new(voice);
+    if voice == "flite" {
+        command.args(["-voice", "slt", "-t", text, "-o"]).arg(wav);
+    } else {
+        command.args(["-v", "en-us", "-w"]).arg(wav).arg(text);
+    }
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot run {voice}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{voice} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let root = std::env::var_os("TOMO_MODELS_DIR")
+        .map(PathBuf::from)
+        .or_else(|| dirs::data_dir().map(|d| d.join("tomo").join("models")))
+        .unwrap_or_default();
+    let asr = match WhisperAsr::new(
+        root.join("whisper/ggml-base-q8_0.bin"),
+        Some("en".into()),
+        2,
+    ) {
+        Ok(asr) => asr,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let wav = std::env::temp_dir().join(format!("tomo-asr-window-{}.wav", std::process::id()));
+    for voice in ["flite", "espeak-ng"] {
+        for (name, sentences) in SETS {
+            let (mut said, mut heard, mut millis, mut seconds) =
+                (String::new(), String::new(), 0, 0.0);
+            for sentence in *sentences {
+                let samples = match say(voice, sentence, &wav)
+                    .and_then(|()| tomo_audio::read_wav_16k(&wav).map_err(|e| e.to_string()))
+                {
+                    Ok(samples) => samples,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                };
+                seconds += samples.len() as f64 / 16_000.0;
+                let started = Instant::now();
+                let text = match asr.transcribe(&samples) {
+                    Ok(transcript) => transcript.text,
+                    Err(e) => format!("<{e}>"),
+                };
+                let took = started.elapsed().as_millis();
+                millis += took;
+                if word_error_rate(sentence, &text) > 0.0 || took > 600 {
+                    println!("  {voice}: {sentence:?} -> {text:?} ({took} ms)");
+                }
+                for (all, one) in [(&mut said, *sentence), (&mut heard, text.as_str())] {
+                    all.push_str(one);
+                    all.push(' ');
+                }
+            }
+            let turns = sentences.len();
+            println!(
+                "{voice}, {name} (average {:.1} s): WER {:.3}, {} ms per turn",
+                seconds / turns as f64,
+                word_error_rate(&said, &heard),
+                millis / turns as u128
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&wav);
+    ExitCode::SUCCESS
+}
