@@ -155,16 +155,18 @@ fn check_header(path: &Path) -> Result<(), HeaderError> {
     }
 }
 
-/// Encoder positions for `samples` of 16 kHz audio: 50 per second plus a margin, but never below 384 of
-/// the model's 1500. Whisper's encoder always works on 30 s windows however short the utterance; sizing
-/// the window to the audio cuts encoder time several-fold. On the 2-core machine (base at f16, 2 threads,
-/// the spoken benchmark questions of 2-3 s) ASR took 445 ms at a floor of 512, 343 ms at 384, 253 ms at
-/// 256 (the q8_0 weights now installed take about a quarter less). At 256 short turns garble
-/// (tests/whisper_asr.rs `base_transcribes_short_turns`: "What time is it? What time is it?", flite WER
-/// 0.23); at 384 they read as at 512 (espeak-ng: one or two words of 22 apart), longer sentences word
-/// for word. A floor of 256 from 2 s of audio on (384 below) read every 2-3.6 s
-/// question of `examples/asr_window` as 384 did and ≈ 20 % sooner, but espeak-ng's "How long does it take
-/// to boil an egg?" (2.4 s) looped at 256 positions and took 0.9-7 s instead of 0.35: not worth it.
+/// Encoder positions for `samples` of 16 kHz audio: 50 per second plus 128 (2.6 s) of margin, never
+/// below 384 of the model's 1500. Whisper's encoder always works on 30 s windows however short the
+/// utterance; sizing the window to the audio cuts encoder time several-fold (base at f16, 2 cores,
+/// questions of 2-3 s: 445 ms at a floor of 512, 343 ms at 384, 253 ms at 256; the q8_0 weights installed
+/// now take about a quarter less). At 256 short turns garble (tests/whisper_asr.rs
+/// `base_transcribes_short_turns`: "What time is it? What time is it?", flite WER 0.23); at 384 they read
+/// as at 512. A floor of 256 for English turns of 2 s and more was tried (`examples/asr_window`: the same
+/// WER on 2-3.6 s questions, recognition ≈ 20 % sooner) and left out: flite's "Hello there, how are you
+/// today?" came back "Hello there, teller you today." in every take (tests/tts_round_trip.rs), and
+/// espeak-ng's "How long does it take to boil an egg?" looped (0.87 s with decoding capped, 6.6 s
+/// without). 320 passed those, but saves too little to be worth the doubt (≈ 30 ms on half the benchmark's
+/// questions; the others are under 2 s).
 fn audio_context(samples: usize) -> i32 {
     let positions = (samples.div_ceil(320) + 128).max(384);
     positions.min(1500) as i32
