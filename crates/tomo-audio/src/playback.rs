@@ -16,13 +16,15 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use futures::channel::oneshot;
 use futures::future::BoxFuture;
-use rodio::cpal::traits::{DeviceTrait, HostTrait};
-use rodio::{DeviceSinkBuilder, MixerDeviceSink, Player};
+use rodio::{MixerDeviceSink, Player};
 
 use crate::device_clock::OutputClock;
 
 mod clip;
+mod device;
 use clip::{ReferenceTap, TrackedClip};
+pub use device::list_output_devices;
+use device::open_sink;
 
 use crate::echo::RenderReference;
 use crate::glitch_log::GlitchLog;
@@ -102,47 +104,6 @@ fn lock(state: &Mutex<QueueState>) -> MutexGuard<'_, QueueState> {
     state
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Names of the output devices the audio host offers.
-pub fn list_output_devices() -> Vec<String> {
-    let host = rodio::cpal::default_host();
-    match host.output_devices() {
-        Ok(devices) => devices.filter_map(|d| device_name(&d)).collect(),
-        Err(error) => {
-            tracing::warn!(%error, "cannot list output devices");
-            Vec::new()
-        }
-    }
-}
-
-fn device_name(device: &rodio::cpal::Device) -> Option<String> {
-    device.description().ok().map(|d| d.name().to_string())
-}
-
-fn find_output_device(name: Option<&str>) -> Result<rodio::cpal::Device, OutputError> {
-    let host = rodio::cpal::default_host();
-    let Some(wanted) = name else {
-        return host.default_output_device().ok_or_else(|| {
-            OutputError::NoDevice(format!(
-                "no default output device (available: {})",
-                list_output_devices().join(", ")
-            ))
-        });
-    };
-    let needle = wanted.to_lowercase();
-    let devices = host
-        .output_devices()
-        .map_err(|e| OutputError::Device(format!("cannot list output devices: {e}")))?;
-    for device in devices {
-        if device_name(&device).is_some_and(|n| n.to_lowercase().contains(&needle)) {
-            return Ok(device);
-        }
-    }
-    Err(OutputError::NoDevice(format!(
-        "no output device matches \"{wanted}\" (available: {})",
-        list_output_devices().join(", ")
-    )))
 }
 
 impl RodioOutput {
@@ -235,37 +196,6 @@ impl RodioOutput {
             Err(_) => Err(gone(&format!("{reason}; reopening timed out"))),
         }
     }
-}
-
-fn open_sink(
-    name: Option<&str>,
-    reports: Sender<Msg>,
-) -> Result<(MixerDeviceSink, String), OutputError> {
-    let device = find_output_device(name)?;
-    let label = device_name(&device).unwrap_or_else(|| "unnamed device".into());
-    let on_error = move |error: rodio::cpal::Error| {
-        use rodio::cpal::ErrorKind;
-        // Only a vanished device is fatal at once. Backend errors (ALSA EIO) also show up as
-        // transient glitches on a loaded PulseAudio; if the device really died it stops pulling audio
-        // and `check_stall` declares it gone.
-        let fatal = matches!(
-            error.kind(),
-            ErrorKind::DeviceNotAvailable
-                | ErrorKind::HostUnavailable
-                | ErrorKind::StreamInvalidated
-        );
-        let _ = reports.send(Msg::DeviceError {
-            fatal,
-            message: error.to_string(),
-        });
-    };
-    let mut sink = DeviceSinkBuilder::from_device(device)
-        .map_err(|e| OutputError::Device(format!("{label}: {e}")))?
-        .with_error_callback(on_error)
-        .open_sink_or_fallback()
-        .map_err(|e| OutputError::Device(format!("cannot open {label}: {e}")))?;
-    sink.log_on_drop(false);
-    Ok((sink, label))
 }
 
 impl AudioOutput for RodioOutput {
