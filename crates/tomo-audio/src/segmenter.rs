@@ -40,9 +40,9 @@ pub struct SegmenterConfig {
     /// ([`SegmenterEvent::Pause`]), so ASR runs while the end of the turn is still being decided.
     /// `None`: no speculation.
     pub speculate_after: Option<Duration>,
-    /// While no utterance is open, frames below [`QUIET_RMS`] count as silence without asking the VAD
-    /// model (most of what idle listening costs). Off, every frame goes through the model (a scripted
-    /// VAD in tests answers one probability per frame).
+    /// While no utterance is open, frames below [`QUIET_RMS`] (in both the analysed and the kept signal)
+    /// count as silence without asking the VAD model (most of what idle listening costs). Off, every
+    /// frame goes through the model (a scripted VAD in tests answers one probability per frame).
     pub skip_quiet: bool,
 }
 
@@ -338,8 +338,9 @@ impl<V: VoiceActivity> Segmenter<V> {
                 // is asked, so the end of the turn is timed as before. Quiet means both signals: while
                 // the character speaks the echo suppressor takes most frames of its voice under the
                 // quiet level, and resetting the model on each of them left it starting afresh at the
-                // user's first syllables (on the far room's echo fixture it then heard words over an
-                // answer up to 1.5 s late); the linear output keeps the residual echo above it.
+                // user's first syllables (words over an answer in the near room's echo fixture: p90 of
+                // the hold 524 ms after their onset, 385 ms now; tomo-runtime examples/talk_over_timing);
+                // the linear output keeps the residual echo above it.
                 let quiet = is_quiet(analysed) && is_quiet(kept);
                 let probability = if self.skip_quiet && self.active.is_none() && quiet {
                     self.skipped = true;

@@ -105,17 +105,18 @@ fn room(store: &ModelStore, case: &str, answers: &[(usize, usize)]) -> Result<Ve
     for rotation in 0..phrases.len() {
         let mut heard = echo.clone();
         let mut onsets = Vec::new();
-        for (i, (answer_start, _)) in answers.iter().enumerate() {
+        for (i, (answer_start, answer_end)) in answers.iter().enumerate() {
             let (user, onset) = &phrases[(i + rotation) % phrases.len()];
             let at = answer_start + FIRST_AT + STEP * (i % 5);
             for (sample, said) in heard.iter_mut().skip(at).zip(user) {
                 *sample += said;
             }
-            onsets.push(at + onset);
+            onsets.push((at + onset, *answer_end));
         }
         let held = holds(store, &heard, answers)?;
-        for onset in onsets {
-            let first = held.iter().find(|&&h| h >= onset);
+        for (onset, answer_end) in onsets {
+            // Only a hold of the same answer counts: the gate starts afresh with the next one.
+            let first = held.iter().find(|&&h| h >= onset && h < answer_end);
             delays.push(first.map(|h| (h - onset) as f64 / 16.0));
         }
     }
@@ -129,6 +130,10 @@ fn main() -> Result<()> {
         let delays = room(&store, case, &answers)?;
         let mut held: Vec<f64> = delays.iter().flatten().copied().collect();
         held.sort_by(f64::total_cmp);
+        if held.is_empty() {
+            println!("{case}: none of {} phrases was held", delays.len());
+            continue;
+        }
         let at = |q: f64| held[((held.len() - 1) as f64 * q).round() as usize];
         println!(
             "{case}: {} phrases, {} held within 300 ms of their onset, {} never; p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",

@@ -110,6 +110,7 @@ fn main() -> ExitCode {
                     Ok(samples) => samples,
                     Err(e) => {
                         eprintln!("error: {e}");
+                        let _ = std::fs::remove_file(&wav);
                         return ExitCode::FAILURE;
                     }
                 };

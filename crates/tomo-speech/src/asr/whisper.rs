@@ -174,9 +174,10 @@ fn audio_context(samples: usize) -> i32 {
 
 /// Whether `text` is whisper looping rather than the words of `samples` (16 kHz): more words than anyone
 /// speaks in that much audio (~4.5 words per second, at least 8) *and* a run of three words said again,
-/// or far more (7 per second, at least 12) whatever they are. Word count alone misjudged fast real
-/// speech: flite's "Could you recommend a good book to read?" (2.1 s, 10 words) was decoded again with
-/// the full window, 2.1 s instead of 0.35.
+/// or far more (7 per second, at least 12) whatever they are. Word count alone misjudged a plain
+/// decode: flite's "Could you recommend a good book to read?" (2.1 s) comes back as "Could you write them
+/// in the good book to read?", 10 words, over the limit of 9.5, and was decoded again with the full window
+/// to the same words, 2.1-2.5 s instead of 0.35 (`examples/asr_window`).
 fn looks_like_a_loop(text: &str, samples: usize) -> bool {
     let seconds = samples as f64 / 16_000.0;
     let words: Vec<String> = text
@@ -185,8 +186,9 @@ fn looks_like_a_loop(text: &str, samples: usize) -> bool {
             word.chars()
                 .filter(|c| c.is_alphanumeric())
                 .flat_map(char::to_lowercase)
-                .collect()
+                .collect::<String>()
         })
+        .filter(|word| !word.is_empty())
         .collect();
     let count = words.len() as f64;
     let runaway = count > (seconds * 7.0).max(12.0);
@@ -425,7 +427,7 @@ mod loop_guard_tests {
 
     #[test]
     fn fast_real_speech_is_not_a_loop() {
-        // 10 words in 2.1 s (flite), none repeated.
+        // 10 words in 2.1 s (whisper's reading of flite's "Could you recommend a good book to read?").
         let fast = "Could you write them in the good book to read?";
         assert!(!looks_like_a_loop(fast, 33_600));
         // The same said twice in that time is.
