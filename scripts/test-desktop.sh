@@ -54,10 +54,17 @@ convert -size 1280x800 "xc:$root_colour" "$work/backdrop.png"
 display -geometry 1280x800+0+0 -title backdrop "$work/backdrop.png" &
 pids+=($!)
 for _ in $(seq 50); do xdotool search --onlyvisible --name '^backdrop' >/dev/null 2>&1 && break; sleep 0.1; done
-sleep 1
-import -window root "$work/backdrop-check.png"
-[ "$(convert "$work/backdrop-check.png" -format '%[hex:p{640,400}]' info:)" = "00FF00" ] ||
-    fail "the backdrop is not $root_colour on screen; the transparency check would mean nothing"
+# Mapped is not yet painted: on a loaded machine (a CI run) the window took over a second to show its colour.
+backdrop_shown=""
+for _ in $(seq 20); do
+    sleep 0.5
+    import -window root "$work/backdrop-check.png"
+    if [ "$(convert "$work/backdrop-check.png" -format '%[hex:p{640,400}]' info:)" = "00FF00" ]; then
+        backdrop_shown=1
+        break
+    fi
+done
+[ -n "$backdrop_shown" ] || fail "the backdrop is not $root_colour on screen after 10 s; the transparency check would mean nothing"
 
 # PulseAudio clients find the sound server's socket and cookie under the config dir, which moves now: step 5
 # looks them up under the original one.

@@ -75,10 +75,8 @@ pub(super) fn open_sink(
     let mut builder = DeviceSinkBuilder::from_device(device)
         .map_err(|e| OutputError::Device(format!("{label}: {e}")))?
         .with_error_callback(on_error);
-    // Debug builds keep rodio's 50 ms: their unoptimized audio callback underran at 25 ms (the UI tests
-    // against `tomo serve` timed out waiting for the voice to end).
-    if let Some(rate) = rate.filter(|_| !cfg!(debug_assertions)) {
-        builder = builder.with_buffer_size(rodio::cpal::BufferSize::Fixed(buffer_frames(rate)));
+    if let Some(rate) = rate {
+        builder = builder.with_buffer_size(rodio::cpal::BufferSize::Fixed(period_frames(rate)));
     }
     let mut sink = builder
         .open_sink_or_fallback()
@@ -96,6 +94,19 @@ pub(super) fn open_sink(
 fn buffer_frames(rate: u32) -> u32 {
     let within = (rate / 40).max(1);
     1 << (31 - within.leading_zeros())
+}
+
+/// The period cpal asks ALSA for (the buffer is two of them). Debug builds (the tests' `tomo serve`)
+/// take 4096 frames, ~93 ms: with rodio's 2048, headless Chromium drawing the character beside the
+/// debug server sent ALSA's PulseAudio plugin into bursts of 1 800 to 25 000 underruns (three of six
+/// UI test runs; once over a minute, which timed out the CI run waiting for the voice to end); with
+/// 4096, at most one underrun in each of seven runs. Optimizing the callback's code (tomo-audio,
+/// rubato) alone did not stop them.
+fn period_frames(rate: u32) -> u32 {
+    if cfg!(debug_assertions) {
+        return 4096;
+    }
+    buffer_frames(rate)
 }
 
 #[cfg(test)]
