@@ -40,9 +40,9 @@ pub struct SegmenterConfig {
     /// ([`SegmenterEvent::Pause`]), so ASR runs while the end of the turn is still being decided.
     /// `None`: no speculation.
     pub speculate_after: Option<Duration>,
-    /// While no utterance is open, frames below [`QUIET_RMS`] count as silence without asking the VAD
-    /// model (most of what idle listening costs). Off, every frame goes through the model (a scripted
-    /// VAD in tests answers one probability per frame).
+    /// While no utterance is open, frames below [`QUIET_RMS`] (in both the analysed and the kept signal)
+    /// count as silence without asking the VAD model (most of what idle listening costs). Off, every
+    /// frame goes through the model (a scripted VAD in tests answers one probability per frame).
     pub skip_quiet: bool,
 }
 
@@ -335,13 +335,14 @@ impl<V: VoiceActivity> Segmenter<V> {
             ListenMode::HandsFree => {
                 // Nothing below the quiet level is speech, so while no utterance is open the model is
                 // not asked: it is most of what idle listening costs. Inside an utterance every frame
-                // is asked, so the end of the turn is timed as before. (Asking it also on frames the echo
-                // suppressor silenced while the linear output still held the character's residue kept
-                // its state and held words over an answer sooner on the echo fixtures, 63 -> 89 of 120
-                // placements within 300 ms in the near room, but the UI tests' debug `tomo serve` then
-                // starved its playback in CI: taken out until its cost during answers is measured.)
-                let probability = if self.skip_quiet && self.active.is_none() && is_quiet(analysed)
-                {
+                // is asked, so the end of the turn is timed as before. Quiet means both signals: while
+                // the character speaks the echo suppressor takes most frames of its voice under the
+                // quiet level, and resetting the model on each of them left it starting afresh at the
+                // user's first syllables (words over an answer in the near room's echo fixture: p90 of
+                // the hold 524 ms after their onset, 385 ms now; tomo-runtime examples/talk_over_timing);
+                // the linear output keeps the residual echo above it.
+                let quiet = is_quiet(analysed) && is_quiet(kept);
+                let probability = if self.skip_quiet && self.active.is_none() && quiet {
                     self.skipped = true;
                     0.0
                 } else {

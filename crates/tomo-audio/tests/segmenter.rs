@@ -345,3 +345,28 @@ fn quiet_frames_skip_the_model_only_while_no_utterance_is_open() {
     // Its state was from before the skipped silence: started afresh when sound came back, once.
     assert_eq!(vad.resets, 1);
 }
+
+#[test]
+fn frames_the_echo_suppressor_silenced_still_reach_the_model_while_echo_remains() {
+    // While the character speaks, the suppressor takes its voice under the quiet level but the linear
+    // output keeps the residual echo: those frames are not silence, so the model keeps its state through
+    // them (a reset on each left it starting afresh at the user's first syllables).
+    let mut vad = Scripted::new(vec![0.1; 40]);
+    let quiet = SegmenterConfig {
+        skip_quiet: true,
+        ..config()
+    };
+    let mut segmenter = Segmenter::new(&mut vad, &quiet);
+    let suppressed = vec![0.0; FRAME_SAMPLES];
+    let residual = vec![0.01; FRAME_SAMPLES];
+    for _ in 0..20 {
+        segmenter.push_heard(&suppressed, &residual).unwrap();
+    }
+    // Then both quiet (nothing plays, nobody talks): the model rests.
+    for _ in 0..20 {
+        segmenter.push_heard(&suppressed, &suppressed).unwrap();
+    }
+    drop(segmenter);
+    assert_eq!(vad.calls, 20);
+    assert_eq!(vad.resets, 0);
+}

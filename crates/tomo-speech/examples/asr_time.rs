@@ -1,6 +1,7 @@
 //! How long whisper takes on one utterance, cold and warm, with a given thread count — to compare with what
 //! the live path reports (`asr_ms`): `cargo run --release -p tomo-speech --example asr_time -- <wav> [threads] [runs]`.
-//! Run it once alone and once beside a listening process to see the contention.
+//! Run it once alone and once beside a listening process to see the contention. `TOMO_WHISPER_MODEL` names
+//! another file of the store's `whisper/` folder (default `ggml-base-q8_0.bin`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,7 +30,7 @@ fn main() -> ExitCode {
     };
     let loaded = Instant::now();
     let asr = match WhisperAsr::new(
-        root.join("whisper/ggml-base-q8_0.bin"),
+        root.join("whisper").join(model_file()),
         Some("en".into()),
         threads,
     ) {
@@ -56,4 +57,9 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The whisper file in the store's `whisper/` folder: `$TOMO_WHISPER_MODEL`, else base 8-bit.
+fn model_file() -> String {
+    std::env::var("TOMO_WHISPER_MODEL").unwrap_or_else(|_| "ggml-base-q8_0.bin".to_owned())
 }

@@ -3,7 +3,8 @@
 //! (`audio_context` in src/asr/whisper.rs) costs in words and saves in time. Every miss is printed.
 //!
 //! `cargo run --release -p tomo-speech --example asr_window`   (needs flite and espeak-ng)
-//! The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`.
+//! The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`; `TOMO_WHISPER_MODEL=ggml-tiny.en.bin`
+//! picks another file of its `whisper/` folder.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -11,56 +12,23 @@ use std::time::Instant;
 
 use tomo_speech::asr::{SpeechToText, WhisperAsr, word_error_rate};
 
-const SETS: &[(&str, &[&str])] = &[
-    (
-        "short",
-        &[
-            "How are you?",
-            "Yes, please.",
-            "Good night!",
-            "Thank you so much.",
-            "What time is it?",
-            "Tell me a joke.",
-            "I'm back.",
-            "Really?",
-        ],
-    ),
-    (
-        "about 2 s",
-        &[
-            "Can you tell me a story?",
-            "What is the weather like today?",
-            "Turn off the lights, please.",
-            "I had a long day at work.",
-            "Do you remember my name?",
-            "Let's play a game together.",
-            "Where did I put my keys?",
-            "Wake me up at seven.",
-        ],
-    ),
-    (
-        "2-3 s",
-        &[
-            "What's the weather like in Tokyo tomorrow?",
-            "Tell me something interesting about octopuses.",
-            "Could you recommend a good book to read?",
-            "I was thinking maybe we could go out tonight.",
-            "How long does it take to boil an egg?",
-            "Remind me to buy milk on the way home.",
-        ],
-    ),
-    (
-        "3-3.6 s",
-        &[
-            "The weather is lovely today, so let's go for a walk in the park.",
-            "Please remind me to call my sister tomorrow morning.",
-            "I would like a cup of coffee with milk and no sugar.",
-            "What time does the train to the city leave?",
-            "My favorite color is blue and I have two cats.",
-            "Can you play some relaxing music while I read a book?",
-        ],
-    ),
-];
+/// The turn sets of `tests/fixtures/spoken_turns/turns.txt`, one `[name]` header per set.
+const TURNS: &str = include_str!("../tests/fixtures/spoken_turns/turns.txt");
+
+fn turn_sets() -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut sets: Vec<(&str, Vec<&str>)> = Vec::new();
+    for line in TURNS.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            sets.push((name, Vec::new()));
+        } else if !line.is_empty()
+            && !line.starts_with('#')
+            && let Some((_, turns)) = sets.last_mut()
+        {
+            turns.push(line);
+        }
+    }
+    sets
+}
 
 /// `text` said by `voice` ("flite" or "espeak-ng") into `wav`.
 fn say(voice: &str, text: &str, wav: &Path) -> Result<(), String> {
@@ -88,7 +56,7 @@ fn main() -> ExitCode {
         .or_else(|| dirs::data_dir().map(|d| d.join("tomo").join("models")))
         .unwrap_or_default();
     let asr = match WhisperAsr::new(
-        root.join("whisper/ggml-base-q8_0.bin"),
+        root.join("whisper").join(model_file()),
         Some("en".into()),
         2,
     ) {
@@ -100,10 +68,10 @@ fn main() -> ExitCode {
     };
     let wav = std::env::temp_dir().join(format!("tomo-asr-window-{}.wav", std::process::id()));
     for voice in ["flite", "espeak-ng"] {
-        for (name, sentences) in SETS {
+        for (name, sentences) in turn_sets() {
             let (mut said, mut heard, mut millis, mut seconds) =
                 (String::new(), String::new(), 0, 0.0);
-            for sentence in *sentences {
+            for sentence in &sentences {
                 let samples = match say(voice, sentence, &wav)
                     .and_then(|()| tomo_audio::read_wav_16k(&wav).map_err(|e| e.to_string()))
                 {
@@ -141,4 +109,9 @@ fn main() -> ExitCode {
     }
     let _ = std::fs::remove_file(&wav);
     ExitCode::SUCCESS
+}
+
+/// The whisper file in the store's `whisper/` folder: `$TOMO_WHISPER_MODEL`, else base 8-bit.
+fn model_file() -> String {
+    std::env::var("TOMO_WHISPER_MODEL").unwrap_or_else(|_| "ggml-base-q8_0.bin".to_owned())
 }

@@ -43,16 +43,16 @@ fn engine(model: &str, test: &str) -> Option<WhisperAsr> {
 /// Turns a companion hears all day, each under 1.5 s: the encoder window is sized to the audio, and a
 /// window too tight for such short audio garbles it ("how are you" → "teller you"), so these guard the
 /// smallest window (`audio_context` in src/asr/whisper.rs).
-const SHORT_TURNS: &[&str] = &[
-    "How are you?",
-    "Yes, please.",
-    "Good night!",
-    "Thank you so much.",
-    "What time is it?",
-    "Tell me a joke.",
-    "I'm back.",
-    "Really?",
-];
+fn short_turns() -> Vec<&'static str> {
+    include_str!("fixtures/spoken_turns/turns.txt")
+        .lines()
+        .map(str::trim)
+        .skip_while(|line| *line != "[short]")
+        .skip(1)
+        .take_while(|line| !line.starts_with('['))
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect()
+}
 
 /// Transcribes every sentence, prints each pair, returns the WER over all words.
 fn corpus_wer(asr: &WhisperAsr, voice: fn() -> Voice) -> f64 {
@@ -110,8 +110,10 @@ fn base_transcribes_short_turns() {
     let Some(asr) = engine("ggml-base-q8_0.bin", "base_transcribes_short_turns") else {
         return;
     };
-    let flite = sentences_wer(&asr, || Voice::FliteSlt, SHORT_TURNS);
-    let espeak = sentences_wer(&asr, || Voice::EspeakEn, SHORT_TURNS);
+    let turns = short_turns();
+    assert_eq!(turns.len(), 8, "the [short] set of turns.txt: {turns:?}");
+    let flite = sentences_wer(&asr, || Voice::FliteSlt, &turns);
+    let espeak = sentences_wer(&asr, || Voice::EspeakEn, &turns);
     eprintln!("base / short turns: WER flite {flite:.3}, espeak-ng {espeak:.3}");
     assert!(flite < 0.10, "flite: WER {flite:.3}");
     // espeak-ng's robotic voice varies between runs (0.18-0.27 measured, 22 words): a bound for a broken
