@@ -341,8 +341,11 @@ impl<V: VoiceActivity> Segmenter<V> {
                 // user's first syllables (words over an answer in the near room's echo fixture: p90 of
                 // the hold 524 ms after their onset, 385 ms now; tomo-runtime examples/talk_over_timing);
                 // the linear output keeps the residual echo above it.
-                let quiet = is_quiet(analysed) && is_quiet(kept);
-                let probability = if self.skip_quiet && self.active.is_none() && quiet {
+                let skip = self.skip_quiet
+                    && self.active.is_none()
+                    && is_quiet(analysed)
+                    && is_quiet(kept);
+                let probability = if skip {
                     self.skipped = true;
                     0.0
                 } else {

@@ -12,23 +12,9 @@ use std::time::Instant;
 
 use tomo_speech::asr::{SpeechToText, WhisperAsr, word_error_rate};
 
-/// The turn sets of `tests/fixtures/spoken_turns/turns.txt`, one `[name]` header per set.
-const TURNS: &str = include_str!("../tests/fixtures/spoken_turns/turns.txt");
-
-fn turn_sets() -> Vec<(&'static str, Vec<&'static str>)> {
-    let mut sets: Vec<(&str, Vec<&str>)> = Vec::new();
-    for line in TURNS.lines().map(str::trim) {
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            sets.push((name, Vec::new()));
-        } else if !line.is_empty()
-            && !line.starts_with('#')
-            && let Some((_, turns)) = sets.last_mut()
-        {
-            turns.push(line);
-        }
-    }
-    sets
-}
+#[path = "../tests/fixtures/spoken_turns/sets.rs"]
+mod spoken_turns;
+use spoken_turns::turn_sets;
 
 /// `text` said by `voice` ("flite" or "espeak-ng") into `wav`.
 fn say(voice: &str, text: &str, wav: &Path) -> Result<(), String> {

@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "fixtures/spoken_turns/sets.rs"]
+mod spoken_turns;
 
 use common::{Voice, speak, store_file};
 use std::sync::Arc;
@@ -44,14 +46,11 @@ fn engine(model: &str, test: &str) -> Option<WhisperAsr> {
 /// window too tight for such short audio garbles it ("how are you" → "teller you"), so these guard the
 /// smallest window (`audio_context` in src/asr/whisper.rs).
 fn short_turns() -> Vec<&'static str> {
-    include_str!("fixtures/spoken_turns/turns.txt")
-        .lines()
-        .map(str::trim)
-        .skip_while(|line| *line != "[short]")
-        .skip(1)
-        .take_while(|line| !line.starts_with('['))
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .collect()
+    spoken_turns::turn_sets()
+        .into_iter()
+        .find(|(name, _)| *name == "short")
+        .map(|(_, turns)| turns)
+        .unwrap_or_default()
 }
 
 /// Transcribes every sentence, prints each pair, returns the WER over all words.
