@@ -19,6 +19,7 @@ use tomo_protocol::Op;
 use tomo_speech::asr::{AsrError, SpeechToText, Stale};
 
 use crate::notices::{Notice, Notify};
+use crate::recognizing::Recognizing;
 
 /// Work for the recognizer.
 #[derive(Debug)]
@@ -64,9 +65,15 @@ pub struct AsrJobs {
     /// Counts the times the speaker went on after a pause; a snapshot's recognition started at another
     /// count is stale.
     went_on: Arc<AtomicU64>,
+    recognizing: Recognizing,
 }
 
 impl AsrJobs {
+    /// Whether the worker is recognising something (for a decision that should not compete with it).
+    pub fn recognizing(&self) -> Recognizing {
+        self.recognizing.clone()
+    }
+
     pub fn send(&self, job: AsrJob) -> Result<(), SendError<AsrJob>> {
         self.jobs.send(job)
     }
@@ -95,22 +102,29 @@ pub fn spawn_asr(asr: Arc<dyn SpeechToText>, ops: mpsc::Sender<Op>, notify: Noti
     let (jobs, rx) = channel();
     let went_on = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&went_on);
+    let recognizing = Recognizing::default();
+    let running = recognizing.clone();
     let spawned = thread::Builder::new()
         .name("tomo-asr".into())
         .spawn(move || {
-            serve(&*asr, &rx, &counter, &ops, &*notify);
+            serve(&*asr, &rx, &counter, &running, &ops, &*notify);
         });
     if let Err(error) = spawned {
         // The job sender then reports every utterance as dropped (`listen` logs it).
         tracing::error!(%error, "cannot start the speech recognizer thread");
     }
-    AsrJobs { jobs, went_on }
+    AsrJobs {
+        jobs,
+        went_on,
+        recognizing,
+    }
 }
 
 fn serve(
     asr: &dyn SpeechToText,
     jobs: &Receiver<AsrJob>,
     went_on: &Arc<AtomicU64>,
+    recognizing: &Recognizing,
     ops: &mpsc::Sender<Op>,
     notify: &(dyn Fn(Notice) + Send + Sync),
 ) {
@@ -140,7 +154,10 @@ fn serve(
                     continue;
                 }
                 let began = Instant::now();
-                let text = match asr.transcribe_unless(&snapshot.samples, &stale) {
+                let running = recognizing.begin();
+                let recognized = asr.transcribe_unless(&snapshot.samples, &stale);
+                drop(running);
+                let text = match recognized {
                     Err(AsrError::GivenUp) => {
                         tracing::debug!("the speaker went on; the pause's recognition stopped");
                         speculation = None;
@@ -194,7 +211,10 @@ fn serve(
                     }
                     // Too short to hold words (the listener says so): nothing to recognise.
                     None if segment.samples.is_empty() => Ok(String::new()),
-                    None => asr.transcribe(&segment.samples).map(|t| t.text),
+                    None => {
+                        let _running = recognizing.begin();
+                        asr.transcribe(&segment.samples).map(|t| t.text)
+                    }
                 };
                 let transcript = text.unwrap_or_else(|error| {
                     notify(Notice::warning(format!(
@@ -260,7 +280,14 @@ mod tests {
         }
         drop(tx);
         let (ops_tx, mut ops_rx) = mpsc::channel(8);
-        serve(&asr, &rx, &Arc::default(), &ops_tx, &|_| {});
+        serve(
+            &asr,
+            &rx,
+            &Arc::default(),
+            &Recognizing::default(),
+            &ops_tx,
+            &|_| {},
+        );
         let mut ops = Vec::new();
         while let Ok(op) = ops_rx.try_recv() {
             ops.push(op);
@@ -305,7 +332,8 @@ mod tests {
         tx.send(speculate(2_500, 1_000)).unwrap();
         let mut ops = Vec::new();
         let worker = std::thread::scope(|scope| {
-            let handle = scope.spawn(move || serve(asr, &rx, went_on, &ops_tx, &|_| {}));
+            let handle = scope
+                .spawn(move || serve(asr, &rx, went_on, &Recognizing::default(), &ops_tx, &|_| {}));
             while calls.lock().unwrap().is_empty() {
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -459,11 +487,50 @@ mod tests {
         tx.send(speculate(2_500, 1_000)).unwrap(); // stamped at count 0
         drop(tx);
         let (ops_tx, mut ops_rx) = mpsc::channel(8);
-        serve(&asr, &rx, &Arc::new(AtomicU64::new(1)), &ops_tx, &|_| {});
+        serve(
+            &asr,
+            &rx,
+            &Arc::new(AtomicU64::new(1)),
+            &Recognizing::default(),
+            &ops_tx,
+            &|_| {},
+        );
         assert!(
             asr.0.lock().unwrap().is_empty(),
             "no decode for stale words"
         );
         assert!(ops_rx.try_recv().is_err());
+    }
+
+    /// Records, for each decode, whether the worker counted itself as recognising meanwhile.
+    struct Watched(Recognizing, Mutex<Vec<bool>>);
+
+    impl SpeechToText for Watched {
+        fn name(&self) -> &str {
+            "watched"
+        }
+
+        fn transcribe(&self, _: &[f32]) -> Result<Transcript, AsrError> {
+            self.1.lock().unwrap().push(self.0.is_running());
+            Ok(Transcript::default())
+        }
+    }
+
+    #[test]
+    fn the_worker_counts_as_recognising_only_while_it_decodes() {
+        let recognizing = Recognizing::default();
+        let asr = Watched(recognizing.clone(), Mutex::default());
+        let (tx, rx) = channel();
+        // A pause's snapshot, then a final segment with more speech (decoded afresh).
+        tx.send(speculate(2_500, 1_000)).unwrap();
+        drop(tx);
+        let (ops_tx, _ops) = mpsc::channel(8);
+        serve(&asr, &rx, &Arc::default(), &recognizing, &ops_tx, &|_| {});
+        let (tx, rx) = channel();
+        tx.send(last_speculation_then_final(1_064)).unwrap();
+        drop(tx);
+        serve(&asr, &rx, &Arc::default(), &recognizing, &ops_tx, &|_| {});
+        assert_eq!(*asr.1.lock().unwrap(), vec![true, true]);
+        assert!(!recognizing.is_running(), "idle once the decodes returned");
     }
 }

@@ -11,6 +11,7 @@ pub mod flags;
 pub mod listen;
 pub mod notices;
 pub mod paths;
+mod recognizing;
 pub mod trust;
 pub mod voice;
 

@@ -4,7 +4,8 @@
 //! While the character speaks the microphone keeps listening (full duplex) unless the session is in
 //! half-duplex mode; the user's voice interrupts only once the barge-in gate has heard real words (a
 //! cough, a "mm-hm" or the character's own residual echo does not). Recognition starts speculatively at
-//! the first pause, so by the time the end of the turn is decided the transcript is usually there.
+//! the first pause, and the end-of-turn model is asked once it is done (`recognizing.rs`), so the two do
+//! not slow each other down and the transcript is there when the end of the turn is decided.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +23,7 @@ use tomo_speech::asr::SpeechToText;
 
 use crate::asr_worker::{AsrJob, AsrJobs, spawn_asr};
 use crate::notices::{Notice, Notify};
+use crate::recognizing::AfterRecognition;
 use crate::voice;
 
 /// Shared switches the front end reads on every frame.
@@ -121,11 +123,16 @@ pub fn start_listening(
         ..CaptureConfig::default()
     })?;
     let name = capture.start()?;
+    let asr = spawn_asr(listener.asr, ops.clone(), Arc::clone(&notify));
     let mut segmenter = Segmenter::new(listener.vad, &voice::segmenter_config());
     if let Some(model) = listener.end_of_turn {
-        segmenter = segmenter.with_end_of_turn(model);
+        // Asked once the pause's recognition is done: beside it, both would run slower.
+        segmenter = segmenter.with_end_of_turn(Box::new(AfterRecognition::new(
+            model,
+            asr.recognizing(),
+            AfterRecognition::CAP,
+        )));
     }
-    let asr = spawn_asr(listener.asr, ops.clone(), Arc::clone(&notify));
     let gate = BargeInGate::new(&listener.barge_in);
     // Named, so a profile of the idle app tells the VAD's thread from the async runtime's.
     thread::Builder::new()

@@ -1,0 +1,194 @@
+//! Lets the end-of-turn model wait for the recognition that is running. Both want the two cores at the same
+//! moment: the pause's recognition starts at its first silent frame, and the model is asked 200 ms into the
+//! silence, while whisper is still at work. ggml's threads wait for each other at every step, so losing a
+//! core to the model for ~20 ms cost whisper 40-70 ms (device benchmark: transcript p50 315-357 ms after the
+//! last word with the model asked beside it, ≈ 280 ms with the model asked after it). The answer waits for
+//! the transcript anyway (the request goes out on the pause's words, before the end of the turn is
+//! decided), so the model can wait for it at no cost: it is asked about the same audio, a little later.
+
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tomo_audio::{EndOfTurn, TurnError};
+
+/// How many recognitions are running, for whoever wants to wait until none is.
+#[derive(Debug, Clone, Default)]
+pub struct Recognizing {
+    running: Arc<(Mutex<u32>, Condvar)>,
+}
+
+/// A recognition in progress; it ends when this is dropped.
+#[must_use = "the recognition counts as running until this is dropped"]
+pub struct Running {
+    running: Arc<(Mutex<u32>, Condvar)>,
+}
+
+impl Recognizing {
+    /// A recognition starts; it runs until the returned guard is dropped.
+    pub fn begin(&self) -> Running {
+        let (count, _) = &*self.running;
+        *count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        Running {
+            running: Arc::clone(&self.running),
+        }
+    }
+
+    /// Whether a recognition is running now.
+    #[cfg(test)]
+    pub fn is_running(&self) -> bool {
+        let (count, _) = &*self.running;
+        *count.lock().unwrap_or_else(PoisonError::into_inner) > 0
+    }
+
+    /// Waits until no recognition runs, or `cap` has passed; returns whether none runs.
+    pub fn wait_idle(&self, cap: Duration) -> bool {
+        let (count, ended) = &*self.running;
+        let deadline = Instant::now() + cap;
+        let mut running = count.lock().unwrap_or_else(PoisonError::into_inner);
+        while *running > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            running = ended
+                .wait_timeout(running, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let (count, ended) = &*self.running;
+        let mut running = count.lock().unwrap_or_else(PoisonError::into_inner);
+        *running = running.saturating_sub(1);
+        if *running == 0 {
+            ended.notify_all();
+        }
+    }
+}
+
+/// The end-of-turn model, asked once the running recognition is done (or after `cap`, so a long
+/// recognition of a long utterance cannot hold the decision, and the microphone's frames, for long:
+/// they queue meanwhile and are heard right after).
+pub struct AfterRecognition {
+    model: Box<dyn EndOfTurn + Send>,
+    recognizing: Recognizing,
+    cap: Duration,
+}
+
+impl AfterRecognition {
+    /// Recognition of a 3 s question takes ≈ 250 ms here, from the pause's first silent frame: the
+    /// model, asked at 200 ms, waits for it at most this long.
+    pub const CAP: Duration = Duration::from_millis(500);
+
+    pub fn new(model: Box<dyn EndOfTurn + Send>, recognizing: Recognizing, cap: Duration) -> Self {
+        Self {
+            model,
+            recognizing,
+            cap,
+        }
+    }
+}
+
+impl EndOfTurn for AfterRecognition {
+    fn probability_done(&mut self, utterance: &[f32]) -> Result<f32, TurnError> {
+        if !self.recognizing.wait_idle(self.cap) {
+            tracing::debug!("recognition still running; the end-of-turn model is asked beside it");
+        }
+        self.model.probability_done(utterance)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn nothing_running_waits_for_nothing() {
+        let recognizing = Recognizing::default();
+        assert!(!recognizing.is_running());
+        assert!(recognizing.wait_idle(Duration::ZERO));
+        let first = recognizing.begin();
+        let second = recognizing.begin();
+        drop(first);
+        assert!(recognizing.is_running(), "one of two still runs");
+        drop(second);
+        assert!(!recognizing.is_running());
+    }
+
+    #[test]
+    fn a_running_recognition_holds_the_wait_until_the_cap() {
+        let recognizing = Recognizing::default();
+        let _running = recognizing.begin();
+        assert!(!recognizing.wait_idle(Duration::from_millis(5)));
+    }
+
+    /// Records whether a recognition was running when it was asked.
+    struct Asked {
+        recognizing: Recognizing,
+        calls: mpsc::Sender<bool>,
+    }
+
+    impl EndOfTurn for Asked {
+        fn probability_done(&mut self, _: &[f32]) -> Result<f32, TurnError> {
+            self.calls.send(self.recognizing.is_running()).unwrap();
+            Ok(0.95)
+        }
+    }
+
+    #[test]
+    fn the_model_is_asked_once_the_recognition_has_ended() {
+        let recognizing = Recognizing::default();
+        let (calls, asked) = mpsc::channel();
+        let model = Asked {
+            recognizing: recognizing.clone(),
+            calls,
+        };
+        let mut after = AfterRecognition::new(
+            Box::new(model),
+            recognizing.clone(),
+            Duration::from_secs(60),
+        );
+        let running = recognizing.begin();
+        let (started_tx, started) = mpsc::channel();
+        let decision = std::thread::spawn(move || {
+            started_tx.send(()).unwrap();
+            after.probability_done(&[0.0; 512])
+        });
+        started.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            asked.try_recv().is_err(),
+            "asked while the recognition was running"
+        );
+        drop(running);
+        assert_eq!(decision.join().unwrap().unwrap(), 0.95);
+        assert!(!asked.recv().unwrap(), "asked beside the recognition");
+    }
+
+    #[test]
+    fn past_the_cap_the_model_is_asked_anyway() {
+        let recognizing = Recognizing::default();
+        let (calls, asked) = mpsc::channel();
+        let model = Asked {
+            recognizing: recognizing.clone(),
+            calls,
+        };
+        let mut after = AfterRecognition::new(
+            Box::new(model),
+            recognizing.clone(),
+            Duration::from_millis(5),
+        );
+        let _running = recognizing.begin();
+        assert_eq!(after.probability_done(&[0.0; 512]).unwrap(), 0.95);
+        assert!(
+            asked.recv().unwrap(),
+            "asked while the recognition still ran"
+        );
+    }
+}
