@@ -154,9 +154,12 @@ fn serve(
                     continue;
                 }
                 let began = Instant::now();
-                let running = recognizing.begin();
-                let recognized = asr.transcribe_unless(&snapshot.samples, &stale);
-                drop(running);
+                // Counted as running for the decode only: a guard alive across the sends below would
+                // make the end-of-turn model wait on the session too.
+                let recognized = {
+                    let _running = recognizing.begin();
+                    asr.transcribe_unless(&snapshot.samples, &stale)
+                };
                 let text = match recognized {
                     Err(AsrError::GivenUp) => {
                         tracing::debug!("the speaker went on; the pause's recognition stopped");
@@ -521,7 +524,8 @@ mod tests {
         let recognizing = Recognizing::default();
         let asr = Watched(recognizing.clone(), Mutex::default());
         let (tx, rx) = channel();
-        // A pause's snapshot, then a final segment with more speech (decoded afresh).
+        // A pause's snapshot, then (in a second run: queued together, the snapshot would be skipped) a
+        // final segment with more speech, which is decoded afresh.
         tx.send(speculate(2_500, 1_000)).unwrap();
         drop(tx);
         let (ops_tx, _ops) = mpsc::channel(8);

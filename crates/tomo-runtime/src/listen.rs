@@ -233,7 +233,7 @@ impl FrontEnd {
         }
         let voice = frame.voice.as_deref().unwrap_or(&frame.samples);
         // A turn decided on this frame is decided this much later than its audio says (the end-of-turn
-        // model runs on it).
+        // model runs on it, after waiting for a running recognition).
         let arrived = Instant::now();
         events.extend(self.segmenter.push_heard(&frame.samples, voice)?);
         let position = self.segmenter.position();
@@ -361,7 +361,8 @@ impl FrontEnd {
                     );
                     return;
                 };
-                // The silence it waited for, and the end-of-turn model's own time on this frame.
+                // The silence it waited for, and the end-of-turn model's time on this frame (with its wait
+                // for a running recognition).
                 let end_of_turn = self.segmenter.position().saturating_sub(segment.speech_end)
                     + arrived.elapsed();
                 let job = AsrJob::Final {

@@ -1,10 +1,13 @@
-//! Lets the end-of-turn model wait for the recognition that is running. Both want the two cores at the same
+//! Lets the end-of-turn model wait for a running recognition. Both want the two cores at the same
 //! moment: the pause's recognition starts at its first silent frame, and the model is asked 200 ms into the
 //! silence, while whisper is still at work. ggml's threads wait for each other at every step, so losing a
 //! core to the model for ~20 ms cost whisper 40-70 ms (device benchmark: transcript p50 315-357 ms after the
 //! last word with the model asked beside it, ≈ 280 ms with the model asked after it). The answer waits for
 //! the transcript anyway (the request goes out on the pause's words, before the end of the turn is
 //! decided), so the model can wait for it at no cost: it is asked about the same audio, a little later.
+//! Any recognition counts, the previous turn's too: its words go to the session first anyway. Meanwhile the
+//! listening thread waits with it: frames queue (64 of them, 2 s, against a wait of at most
+//! [`AfterRecognition::CAP`]), and a resumption or a cut-in is heard when they are read, right after.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -81,7 +84,9 @@ pub struct AfterRecognition {
 
 impl AfterRecognition {
     /// Recognition of a 3 s question takes ≈ 250 ms here, from the pause's first silent frame: the
-    /// model, asked at 200 ms, waits for it at most this long.
+    /// model, asked at 200 ms, waits for it at most this long. Frames queued meanwhile are read later than
+    /// they arrived, and the next decision does not count that: it stays honest while the first ask plus
+    /// this cap ends before the longest silence (200 + 500 < 900 ms; a test holds it).
     pub const CAP: Duration = Duration::from_millis(500);
 
     pub fn new(model: Box<dyn EndOfTurn + Send>, recognizing: Recognizing, cap: Duration) -> Self {
@@ -95,8 +100,16 @@ impl AfterRecognition {
 
 impl EndOfTurn for AfterRecognition {
     fn probability_done(&mut self, utterance: &[f32]) -> Result<f32, TurnError> {
-        if !self.recognizing.wait_idle(self.cap) {
-            tracing::debug!("recognition still running; the end-of-turn model is asked beside it");
+        let began = Instant::now();
+        let idle = self.recognizing.wait_idle(self.cap);
+        let waited_ms = began.elapsed().as_millis() as u64;
+        if idle {
+            tracing::debug!(waited_ms, "end-of-turn model asked after the recognition");
+        } else {
+            tracing::debug!(
+                waited_ms,
+                "recognition still running; the end-of-turn model asked beside it"
+            );
         }
         self.model.probability_done(utterance)
     }
@@ -149,11 +162,8 @@ mod tests {
             recognizing: recognizing.clone(),
             calls,
         };
-        let mut after = AfterRecognition::new(
-            Box::new(model),
-            recognizing.clone(),
-            Duration::from_secs(60),
-        );
+        let mut after =
+            AfterRecognition::new(Box::new(model), recognizing.clone(), Duration::from_secs(5));
         let running = recognizing.begin();
         let (started_tx, started) = mpsc::channel();
         let decision = std::thread::spawn(move || {
@@ -190,5 +200,11 @@ mod tests {
             asked.recv().unwrap(),
             "asked while the recognition still ran"
         );
+    }
+
+    #[test]
+    fn the_longest_wait_ends_before_the_longest_silence() {
+        let turn = crate::voice::segmenter_config().turn;
+        assert!(turn.min_silence + AfterRecognition::CAP < turn.max_silence);
     }
 }
