@@ -16,44 +16,51 @@ use tomo_audio::{EndOfTurn, TurnError};
 
 /// How many recognitions are running, for whoever wants to wait until none is.
 #[derive(Debug, Clone, Default)]
-pub struct Recognizing {
-    running: Arc<(Mutex<u32>, Condvar)>,
+pub struct Recognizing(Arc<Count>);
+
+#[derive(Debug, Default)]
+struct Count {
+    running: Mutex<u32>,
+    /// Signalled when the count falls to zero.
+    ended: Condvar,
 }
 
 /// A recognition in progress; it ends when this is dropped.
 #[must_use = "the recognition counts as running until this is dropped"]
-pub struct Running {
-    running: Arc<(Mutex<u32>, Condvar)>,
-}
+pub struct Running(Recognizing);
 
 impl Recognizing {
+    fn count(&self) -> std::sync::MutexGuard<'_, u32> {
+        self.0
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// A recognition starts; it runs until the returned guard is dropped.
     pub fn begin(&self) -> Running {
-        let (count, _) = &*self.running;
-        *count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
-        Running {
-            running: Arc::clone(&self.running),
-        }
+        *self.count() += 1;
+        Running(self.clone())
     }
 
     /// Whether a recognition is running now.
     #[cfg(test)]
     pub fn is_running(&self) -> bool {
-        let (count, _) = &*self.running;
-        *count.lock().unwrap_or_else(PoisonError::into_inner) > 0
+        *self.count() > 0
     }
 
     /// Waits until no recognition runs, or `cap` has passed; returns whether none runs.
     pub fn wait_idle(&self, cap: Duration) -> bool {
-        let (count, ended) = &*self.running;
         let deadline = Instant::now() + cap;
-        let mut running = count.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut running = self.count();
         while *running > 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return false;
             }
-            running = ended
+            running = self
+                .0
+                .ended
                 .wait_timeout(running, left)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
@@ -64,11 +71,10 @@ impl Recognizing {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        let (count, ended) = &*self.running;
-        let mut running = count.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut running = self.0.count();
         *running = running.saturating_sub(1);
         if *running == 0 {
-            ended.notify_all();
+            self.0.0.ended.notify_all();
         }
     }
 }
@@ -154,16 +160,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_model_is_asked_once_the_recognition_has_ended() {
-        let recognizing = Recognizing::default();
+    /// The model behind [`AfterRecognition`] with `cap`, and what it says of each time it was asked.
+    fn asked_after(
+        recognizing: &Recognizing,
+        cap: Duration,
+    ) -> (AfterRecognition, mpsc::Receiver<bool>) {
         let (calls, asked) = mpsc::channel();
         let model = Asked {
             recognizing: recognizing.clone(),
             calls,
         };
-        let mut after =
-            AfterRecognition::new(Box::new(model), recognizing.clone(), Duration::from_secs(5));
+        let after = AfterRecognition::new(Box::new(model), recognizing.clone(), cap);
+        (after, asked)
+    }
+
+    #[test]
+    fn the_model_is_asked_once_the_recognition_has_ended() {
+        let recognizing = Recognizing::default();
+        let (mut after, asked) = asked_after(&recognizing, Duration::from_secs(5));
         let running = recognizing.begin();
         let (started_tx, started) = mpsc::channel();
         let decision = std::thread::spawn(move || {
@@ -184,16 +198,7 @@ mod tests {
     #[test]
     fn past_the_cap_the_model_is_asked_anyway() {
         let recognizing = Recognizing::default();
-        let (calls, asked) = mpsc::channel();
-        let model = Asked {
-            recognizing: recognizing.clone(),
-            calls,
-        };
-        let mut after = AfterRecognition::new(
-            Box::new(model),
-            recognizing.clone(),
-            Duration::from_millis(5),
-        );
+        let (mut after, asked) = asked_after(&recognizing, Duration::from_millis(5));
         let _running = recognizing.begin();
         assert_eq!(after.probability_done(&[0.0; 512]).unwrap(), 0.95);
         assert!(
