@@ -260,6 +260,7 @@ impl FrontEnd {
             // the user's voice over it.
             tracing::debug!(
                 echo_kept_db = frame.echo_kept_db,
+                probability = self.segmenter.last_probability(),
                 "barge-in: the user talks over the character"
             );
             self.announce();
