@@ -96,6 +96,21 @@ fn rms(frame: &[f32]) -> f32 {
 /// above the digital silence of an idle or muted device.
 pub const QUIET_RMS: f32 = 0.001;
 
+/// Inside an utterance, a frame under this level (dBFS) and [`HUSHED_BELOW_PEAK_DB`] under the
+/// utterance's loudest frame is silence whatever the VAD says. Silero's probability trails the voice:
+/// on the device benchmark's questions it stays at 0.97-1.00 for one or two frames after the last
+/// sound (those frames at -46 to -64 dBFS, the words at -14 to -17) and falls under the release
+/// threshold 86-118 ms after it, so the pause was offered, and the turn's clock started, that late.
+const HUSHED_DBFS: f32 = -45.0;
+const HUSHED_BELOW_PEAK_DB: f32 = 30.0;
+/// Hushed frames in a row before the utterance is offered on their strength alone: a single one is as
+/// likely the closure of a stop consonant mid-word (-47 dBFS in "Tell me something nice about cats.").
+const HUSHED_FRAMES_TO_OFFER: u64 = 2;
+
+fn level_db(frame: &[f32]) -> f32 {
+    20.0 * rms(frame).max(1e-9).log10()
+}
+
 fn is_quiet(frame: &[f32]) -> bool {
     rms(frame) < QUIET_RMS
 }
@@ -135,6 +150,10 @@ struct Active {
     model_failed: bool,
     /// A pause snapshot was offered for the current silence.
     offered: bool,
+    /// The loudest frame so far (dBFS).
+    peak_db: f32,
+    /// The VAD itself heard silence since the last speech frame (not only hushed frames).
+    vad_silent: bool,
 }
 
 /// The end-of-turn model and its timing, in frames.
@@ -411,8 +430,14 @@ impl<V: VoiceActivity> Segmenter<V> {
             return;
         };
         active.samples.extend_from_slice(frame);
-        if probability >= self.release_threshold {
+        let level = level_db(frame);
+        let hushed = level < HUSHED_DBFS && level < active.peak_db - HUSHED_BELOW_PEAK_DB;
+        active.peak_db = active.peak_db.max(level);
+        if probability < self.release_threshold {
+            active.vad_silent = true;
+        } else if !hushed {
             active.last_speech = index;
+            active.vad_silent = false;
             active.asked_at = None;
             if active.offered {
                 active.offered = false;
@@ -421,9 +446,11 @@ impl<V: VoiceActivity> Segmenter<V> {
                 });
             }
         }
+        let silence = index - active.last_speech;
         if let Some(after) = self.speculate_frames
             && !active.offered
-            && index - active.last_speech >= after
+            && silence >= after
+            && (active.vad_silent || silence >= HUSHED_FRAMES_TO_OFFER)
             && active.last_speech + 1 - active.first_speech >= self.min_speech_frames
         {
             active.offered = true;
@@ -529,10 +556,15 @@ impl<V: VoiceActivity> Segmenter<V> {
             start_frame,
             first_speech: start_frame,
             last_speech: start_frame,
-            samples,
             asked_at: None,
             model_failed: false,
             offered: false,
+            peak_db: samples
+                .chunks_exact(FRAME_SAMPLES)
+                .map(level_db)
+                .fold(f32::NEG_INFINITY, f32::max),
+            vad_silent: false,
+            samples,
         }
     }
 }

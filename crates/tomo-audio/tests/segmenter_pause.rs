@@ -3,6 +3,8 @@
 //! speech end), and after more speech it does not.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::time::Duration;
+
 use tomo_audio::{
     FRAME_DURATION, FRAME_SAMPLES, Segmenter, SegmenterConfig, SegmenterEvent, SpeechSegment,
     TurnEnd, VadError, VoiceActivity,
@@ -126,4 +128,96 @@ fn speech_after_an_offered_pause_says_the_offer_went_stale_where_it_resumed() {
 fn too_little_speech_is_not_offered() {
     let (pauses, segments) = run(&[(5, 0.0), (3, 0.9), (15, 0.0)]);
     assert!(pauses.is_empty() && segments.is_empty());
+}
+
+/// A frame of a 440 Hz tone at `dbfs` RMS (digital silence for minus infinity).
+fn tone(dbfs: f32) -> Vec<f32> {
+    let amplitude = 10f32.powf(dbfs / 20.0) * std::f32::consts::SQRT_2;
+    (0..FRAME_SAMPLES)
+        .map(|i| amplitude * (i as f32 * 2.0 * std::f32::consts::PI * 440.0 / 16_000.0).sin())
+        .collect()
+}
+
+/// The events of runs of (frames, probability, level in dBFS), with the utterance offered at the first
+/// frame of silence (as live), each paired with the index of the frame that produced it.
+fn events_at_levels(runs: &[(usize, f32, f32)]) -> Vec<(usize, SegmenterEvent)> {
+    let frames: Vec<(f32, f32)> = runs
+        .iter()
+        .flat_map(|&(n, p, dbfs)| std::iter::repeat_n((p, dbfs), n))
+        .collect();
+    let probabilities = frames.iter().map(|(p, _)| *p).collect();
+    let mut segmenter = Segmenter::new(Scripted(probabilities, 0), &config(1));
+    let mut events = Vec::new();
+    for (index, (_, dbfs)) in frames.iter().enumerate() {
+        let produced = segmenter.push(&tone(*dbfs)).unwrap();
+        events.extend(produced.into_iter().map(|event| (index, event)));
+    }
+    events
+}
+
+/// Where the pauses were offered (frame index) with their speech end, and the final segments' ends.
+fn offers_and_ends(events: &[(usize, SegmenterEvent)]) -> (Vec<(usize, Duration)>, Vec<Duration>) {
+    let offers = events
+        .iter()
+        .filter_map(|(index, event)| match event {
+            SegmenterEvent::Pause(snapshot) => Some((*index, snapshot.speech_end)),
+            _ => None,
+        })
+        .collect();
+    let ends = events
+        .iter()
+        .filter_map(|(_, event)| match event {
+            SegmenterEvent::Segment(segment) => Some(segment.speech_end),
+            _ => None,
+        })
+        .collect();
+    (offers, ends)
+}
+
+#[test]
+fn frames_far_under_the_words_end_the_speech_while_the_vad_still_trails() {
+    // Words at -15 dBFS (frames 5-24), then two frames the VAD still calls speech at -55 dBFS, then
+    // silence: the speech ends with the words, and the pause is offered on the second quiet frame.
+    let events = events_at_levels(&[
+        (5, 0.0, f32::NEG_INFINITY),
+        (20, 0.9, -15.0),
+        (2, 0.97, -55.0),
+        (15, 0.0, f32::NEG_INFINITY),
+    ]);
+    let (offers, ends) = offers_and_ends(&events);
+    assert_eq!(offers, [(26, FRAME_DURATION * 25)]);
+    assert_eq!(
+        ends,
+        [FRAME_DURATION * 25],
+        "the final segment holds the same words"
+    );
+}
+
+#[test]
+fn one_quiet_frame_inside_the_words_is_no_pause() {
+    // A stop consonant's closure: one frame at -50 dBFS between words at -15.
+    let events = events_at_levels(&[
+        (5, 0.0, f32::NEG_INFINITY),
+        (10, 0.9, -15.0),
+        (1, 0.97, -50.0),
+        (10, 0.9, -15.0),
+        (15, 0.0, f32::NEG_INFINITY),
+    ]);
+    let (offers, ends) = offers_and_ends(&events);
+    assert_eq!(offers, [(26, FRAME_DURATION * 26)]);
+    assert_eq!(ends, [FRAME_DURATION * 26]);
+}
+
+#[test]
+fn a_quiet_speaker_is_heard_by_the_vad_alone() {
+    // Words at -50 dBFS: frames at -55 are not far under them, so the VAD decides where speech ends.
+    let events = events_at_levels(&[
+        (5, 0.0, f32::NEG_INFINITY),
+        (20, 0.9, -50.0),
+        (2, 0.97, -55.0),
+        (15, 0.0, f32::NEG_INFINITY),
+    ]);
+    let (offers, ends) = offers_and_ends(&events);
+    assert_eq!(offers, [(27, FRAME_DURATION * 27)]);
+    assert_eq!(ends, [FRAME_DURATION * 27]);
 }

@@ -1,6 +1,6 @@
 //! Lets the end-of-turn model wait for a running recognition. Both want the two cores at the same
-//! moment: the pause's recognition starts at its first silent frame, and the model is asked 200 ms into the
-//! silence, while whisper is still at work. ggml's threads wait for each other at every step, so losing a
+//! moment: the pause's recognition starts at its first silent frame, and the model is asked 200 ms (now 288 ms) into
+//! the silence, while whisper is still at work. ggml's threads wait for each other at every step, so losing a
 //! core to the model for ~20 ms cost whisper 40-70 ms (device benchmark: transcript p50 315-357 ms after the
 //! last word with the model asked beside it, ≈ 280 ms with the model asked after it). The answer waits for
 //! the transcript anyway (the request goes out on the pause's words, before the end of the turn is
@@ -90,9 +90,9 @@ pub struct AfterRecognition {
 
 impl AfterRecognition {
     /// Recognition of a 3 s question takes ≈ 250 ms here, from the pause's first silent frame: the
-    /// model, asked at 200 ms, waits for it at most this long. Frames queued meanwhile are read later than
+    /// model, asked at 288 ms, waits for it at most this long. Frames queued meanwhile are read later than
     /// they arrived, and the next decision does not count that: it stays honest while the first ask plus
-    /// this cap ends before the longest silence (200 + 500 < 900 ms; a test holds it).
+    /// this cap ends before the longest silence (288 + 500 < 960 ms; a test holds it).
     pub const CAP: Duration = Duration::from_millis(500);
 
     pub fn new(model: Box<dyn EndOfTurn + Send>, recognizing: Recognizing, cap: Duration) -> Self {
