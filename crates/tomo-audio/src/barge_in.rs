@@ -2,7 +2,7 @@
 //! probabilities (the VAD's, after echo cancellation) and how much of each frame the echo canceller let
 //! through. A click or a breath is too short to count; speech is a run long enough within a fraction of
 //! a second, or a shorter run the VAD is sure of and the canceller let mostly through (the user's voice
-//! clearly over the character's); the character's own voice, however speech-like its residue after the
+//! clearly over the character's) while it is cancelling the answer; the character's own voice, however speech-like its residue after the
 //! canceller, is the part the canceller removed nearly all of. The gate only holds the answer: the
 //! words of the utterance decide whether it stops (tomo-core's `session::verdict`), so a cough or an
 //! "mm-hm" that passes the gate costs a short gap, and the gate can decide early.
@@ -26,17 +26,21 @@ pub struct BargeInConfig {
     /// answers each) this removed the one false barge-in per room and delayed no phrase's detection
     /// but one (by a frame).
     pub min_echo_kept_db: f32,
-    /// A run of frames in a row this long that are each at or above [`Self::sure_threshold`] with at
-    /// least [`Self::sure_echo_kept_db`] let through holds the answer before [`Self::min_speech`].
-    /// The sure run also needs the canceller to have shown, within [`Self::sure_cancelled_within`]
-    /// before it, that it removes the character's voice (a frame with at most
-    /// [`Self::sure_cancelled_db`] kept): at the start of an answer (or as it resumes after a hold) the
-    /// canceller lets the first few hundred milliseconds of echo through at -7 to -14 dB, which the
-    /// VAD calls sure speech (the device loop held 3 of 20 answers so), while words over an answer
-    /// that is being cancelled follow frames it took down by 30 dB and more.
+    /// A run of frames in a row this long that are each sure speech holds the answer before
+    /// [`Self::min_speech`]. Longer than the segmenter's onset (64 ms): the listener announces a hold
+    /// for an utterance the segmenter has opened.
     pub sure_speech: Duration,
+    /// Sure speech: at or above this probability (never under [`Self::threshold`])...
     pub sure_threshold: f32,
+    /// ...with at least this much let through by the canceller (never under
+    /// [`Self::min_echo_kept_db`]).
     pub sure_echo_kept_db: f32,
+    /// The sure run also needs the canceller to have shown, within [`Self::sure_cancelled_within`]
+    /// before it, that it removes the character's voice (a frame with at most this much kept): at the
+    /// start of an answer (or as it resumes after a hold) the canceller lets the first few hundred
+    /// milliseconds of echo through at -7 to -14 dB, which the VAD calls sure speech (the device loop
+    /// held 3 of 20 answers so), while words over an answer that is being cancelled follow frames it
+    /// took down by 30 dB and more.
     pub sure_cancelled_db: f32,
     pub sure_cancelled_within: Duration,
 }
@@ -114,8 +118,8 @@ impl BargeInGate {
             min_echo_kept_db: config.min_echo_kept_db,
             min_frames: frames(config.min_speech).max(1),
             max_gap_frames: frames(config.max_gap),
-            sure_threshold: config.sure_threshold,
-            sure_echo_kept_db: config.sure_echo_kept_db,
+            sure_threshold: config.sure_threshold.max(config.threshold),
+            sure_echo_kept_db: config.sure_echo_kept_db.max(config.min_echo_kept_db),
             sure_frames: frames(config.sure_speech).max(1),
             sure_run: 0,
             sure_cancelled_db: config.sure_cancelled_db,
@@ -171,9 +175,11 @@ impl BargeInGate {
         })
     }
 
-    /// Starts over (the character started a new answer, or stopped).
+    /// Starts over (the character started a new answer, or stopped): what the canceller did before
+    /// does not say it cancels the new answer.
     pub fn reset(&mut self) {
         self.end_run();
+        self.since_cancelled = None;
     }
 
     fn end_run(&mut self) {
@@ -221,10 +227,9 @@ mod tests {
     #[test]
     fn two_short_hums_apart_do_not_add_up() {
         let mut gate = BargeInGate::new(&BargeInConfig::default());
-        // Speech to the VAD, but not sure speech (which would hold after three frames).
         let fired = feed(
             &mut gate,
-            &[0.7, 0.7, 0.7, 0.1, 0.1, 0.7, 0.7, 0.7, 0.1, 0.1],
+            &[0.9, 0.9, 0.9, 0.1, 0.1, 0.9, 0.9, 0.9, 0.1, 0.1],
         );
         assert!(fired.is_empty());
     }
@@ -233,7 +238,7 @@ mod tests {
     fn words_interrupt_once_with_their_onset() {
         let mut gate = BargeInGate::new(&BargeInConfig::default());
         let mut script = vec![0.1; 3];
-        script.extend([0.7, 0.7, 0.7, 0.2, 0.7, 0.7, 0.7, 0.7, 0.7, 0.7]);
+        script.extend([0.9, 0.9, 0.9, 0.2, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]);
         let fired = feed(&mut gate, &script);
         assert_eq!(fired.len(), 1, "{fired:?}");
         assert_eq!(fired[0].onset, FRAME_DURATION * 3);
@@ -241,7 +246,7 @@ mod tests {
         assert_eq!(fired[0].decided_at, FRAME_DURATION * 10);
         // Silence ends the run; new words fire again.
         feed(&mut gate, &[0.1, 0.1, 0.1]);
-        assert_eq!(feed(&mut gate, &[0.7; 6]).len(), 1);
+        assert_eq!(feed(&mut gate, &[0.9; 6]).len(), 1);
     }
 
     #[test]
@@ -285,6 +290,28 @@ mod tests {
             .filter_map(|(i, (p, kept))| gate.push(p, kept).map(|_| i))
             .collect();
         assert_eq!(held, [17]);
+        // 320 ms (ten frames) between the cancelled frame and the run still count.
+        let mut gate = BargeInGate::new(&BargeInConfig::default());
+        let mut script = vec![(0.1, -35.0)];
+        script.extend([(0.1, -10.0); 10]);
+        script.extend([(0.95, -8.0); 8]);
+        let held: Vec<usize> = script
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, (p, kept))| gate.push(p, kept).map(|_| i))
+            .collect();
+        assert_eq!(held, [13]);
+    }
+
+    #[test]
+    fn a_reset_forgets_what_the_canceller_did_for_the_last_answer() {
+        let mut gate = BargeInGate::new(&BargeInConfig::default());
+        gate.push(0.1, -35.0);
+        gate.reset();
+        let held: Vec<usize> = (0..8)
+            .filter_map(|i| gate.push(0.95, -8.0).map(|_| i))
+            .collect();
+        assert_eq!(held, [5]);
     }
 
     #[test]

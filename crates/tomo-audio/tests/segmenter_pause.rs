@@ -221,3 +221,51 @@ fn a_quiet_speaker_is_heard_by_the_vad_alone() {
     assert_eq!(offers, [(27, FRAME_DURATION * 27)]);
     assert_eq!(ends, [FRAME_DURATION * 27]);
 }
+
+#[test]
+fn a_knock_before_a_quiet_speaker_does_not_hush_the_words() {
+    // A -15 dBFS knock the VAD does not call speech in the pre-roll, then words at -50 dBFS.
+    let events = events_at_levels(&[
+        (2, 0.0, f32::NEG_INFINITY),
+        (1, 0.0, -15.0),
+        (2, 0.0, f32::NEG_INFINITY),
+        (20, 0.9, -50.0),
+        (15, 0.0, f32::NEG_INFINITY),
+    ]);
+    let (offers, ends) = offers_and_ends(&events);
+    assert_eq!(offers, [(25, FRAME_DURATION * 25)]);
+    assert_eq!(ends, [FRAME_DURATION * 25]);
+}
+
+#[test]
+fn a_soft_tail_of_loud_words_is_still_speech() {
+    // Words at -5 dBFS and two frames at -40: 35 dB under them, but not under -45 dBFS.
+    let events = events_at_levels(&[
+        (5, 0.0, f32::NEG_INFINITY),
+        (20, 0.9, -5.0),
+        (2, 0.97, -40.0),
+        (15, 0.0, f32::NEG_INFINITY),
+    ]);
+    let (offers, ends) = offers_and_ends(&events);
+    assert_eq!(offers, [(27, FRAME_DURATION * 27)]);
+    assert_eq!(ends, [FRAME_DURATION * 27]);
+}
+
+#[test]
+fn words_after_hushed_frames_make_their_offer_stale() {
+    let events = events_at_levels(&[
+        (5, 0.0, f32::NEG_INFINITY),
+        (10, 0.9, -15.0),
+        (2, 0.97, -55.0),
+        (10, 0.9, -15.0),
+        (15, 0.0, f32::NEG_INFINITY),
+    ]);
+    let only: Vec<SegmenterEvent> = events.iter().map(|(_, event)| event.clone()).collect();
+    assert_eq!(kinds(&only), "PRPS");
+    let (offers, ends) = offers_and_ends(&events);
+    assert_eq!(
+        offers,
+        [(16, FRAME_DURATION * 15), (27, FRAME_DURATION * 27)]
+    );
+    assert_eq!(ends, [FRAME_DURATION * 27]);
+}

@@ -1,9 +1,9 @@
 //! How often the live segmenter offers an utterance for speculative recognition while the speaker goes
 //! on (the offer goes stale), and when the last offer's words would be ready after the last sound of each
 //! recording: real Silero VAD and the live segmenter configuration, whisper modelled as one worker that
-//! takes 250 ms per recognition and gives a stale one up after its 200 ms encoder (as
-//! `asr_worker.rs` does; measured 230-290 / 190-230 ms with whisper base on two cores). The last sound is
-//! the last 10 ms block over -50 dBFS, as `tomo bench voice --device` finds it.
+//! takes 250 ms per recognition and gives a stale one up once it has gone stale, not before its 200 ms
+//! encoder (as `asr_worker.rs` does; measured 230-290 / 190-230 ms with whisper base on two cores). The
+//! last sound is the last 10 ms block over [`SOUND_RMS`], as `tomo bench voice --device` finds it.
 //!
 //! `cargo run --release -p tomo-runtime --example pause_offers -- ~/.cache/tomo/turn-set/*-complete.wav`
 //! (the paused-speech set: `scripts/make-turn-set.py`). The model store is `$TOMO_MODELS_DIR` or
@@ -14,6 +14,8 @@ use tomo_audio::{FRAME_SAMPLES, Segmenter, SegmenterEvent, read_wav_16k};
 
 const ENCODER_MS: f64 = 200.0;
 const RECOGNITION_MS: f64 = 250.0;
+/// A 10 ms block over this RMS (-50 dBFS) is sound (`SOUND_RMS` of the device benchmark).
+const SOUND_RMS: f32 = 0.003;
 
 /// An offer: when it was made (ms into the recording) and when the speaker went on after it.
 struct Offer {
@@ -30,13 +32,14 @@ fn ready_at(offers: &[Offer]) -> Option<f64> {
         if offer.resumed.is_some_and(|r| r <= start) {
             continue; // stale before it started: never run
         }
-        let stale_meanwhile = offer.resumed.is_some_and(|r| r < start + RECOGNITION_MS);
-        free = start
-            + if stale_meanwhile {
-                ENCODER_MS
-            } else {
-                RECOGNITION_MS
-            };
+        // Gone stale before the end: given up once the encoder has run and whisper next asks (after
+        // the encoder, then after each decoder pass), i.e. when the speaker went on but not before the
+        // encoder's end.
+        let busy = match offer.resumed {
+            Some(resumed) => (resumed - start).clamp(ENCODER_MS, RECOGNITION_MS),
+            None => RECOGNITION_MS,
+        };
+        free = start + busy;
         if offer.resumed.is_none() {
             ready = Some(free);
         }
@@ -57,9 +60,9 @@ fn main() -> Result<()> {
         let mut samples = vec![0.0f32; 8_000];
         samples.extend(&audio);
         samples.extend(vec![0.0f32; 32_000]);
-        let sounding = samples
-            .chunks(160)
-            .rposition(|b| (b.iter().map(|x| x * x).sum::<f32>() / b.len() as f32).sqrt() > 0.003);
+        let sounding = samples.chunks(160).rposition(|b| {
+            (b.iter().map(|x| x * x).sum::<f32>() / b.len() as f32).sqrt() > SOUND_RMS
+        });
         let Some(last_block) = sounding else {
             continue;
         };

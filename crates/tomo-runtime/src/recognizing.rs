@@ -1,6 +1,6 @@
 //! Lets the end-of-turn model wait for a running recognition. Both want the two cores at the same
-//! moment: the pause's recognition starts at its first silent frame, and the model is asked 200 ms (now 288 ms) into
-//! the silence, while whisper is still at work. ggml's threads wait for each other at every step, so losing a
+//! moment: the pause's recognition starts at its first silent frame, and the model is asked a little
+//! later (288 ms into the silence; 200 ms when this was measured), while whisper is still at work. ggml's threads wait for each other at every step, so losing a
 //! core to the model for ~20 ms cost whisper 40-70 ms (device benchmark: transcript p50 315-357 ms after the
 //! last word with the model asked beside it, ≈ 280 ms with the model asked after it). The answer waits for
 //! the transcript anyway (the request goes out on the pause's words, before the end of the turn is

@@ -98,7 +98,8 @@ pub fn vad(store: &ModelStore) -> anyhow::Result<SileroVad> {
 }
 
 /// The live segmenter: the default timings, and the utterance offered for recognition at the first
-/// frame of silence, so ASR runs while the end of the turn is being decided. When the speaker goes on,
+/// frame of silence (one the VAD calls silent, or the second hushed one: see the segmenter's
+/// `level.rs`), so ASR runs while the end of the turn is being decided. When the speaker goes on,
 /// the recognition gives up after whisper's encoder (asr_worker.rs) and its words are not offered: on the
 /// device benchmark the transcript came 58 ms sooner than at three frames (p50 386 against 444 ms after
 /// the last word). Quiet frames skip the VAD model while nobody speaks (idle listening's cost).

@@ -2,10 +2,17 @@
 //! minimum length and a forced cut, plus push-to-talk and mute. Pure logic over a [`VoiceActivity`] and,
 //! when one is given, an [`EndOfTurn`] model: after a short silence the model is asked whether the
 //! speaker is done; "done" ends the utterance at once, "not done" waits (asking again) up to a maximum
-//! silence. Without a model, or when it fails, the fixed hangover ends the utterance.
+//! silence. Without a model, or when it fails, the fixed hangover ends the utterance. Inside an utterance
+//! a frame far under its words is silence whatever the VAD says (the VAD trails the voice; see
+//! `level.rs`).
 
 use std::collections::VecDeque;
 use std::time::Duration;
+
+mod level;
+
+pub use level::QUIET_RMS;
+use level::{HUSHED_FRAMES_TO_OFFER, Loudness, is_quiet};
 
 use crate::turn::{EndOfTurn, TurnConfig, TurnEnd};
 use crate::vad::{VadError, VoiceActivity};
@@ -20,7 +27,8 @@ pub struct SegmenterConfig {
     /// Probability at or above which a frame counts as speech while idle.
     pub threshold: f32,
     /// While in speech, frames at or above this (lower) probability still count as speech, so a
-    /// soft syllable does not start the hangover (hysteresis).
+    /// soft syllable does not start the hangover (hysteresis), unless they are far under the words
+    /// heard so far (hushed: the VAD's trail after the last sound).
     pub release_threshold: f32,
     /// Consecutive speech frames needed before speech starts (rejects clicks).
     pub onset: Duration,
@@ -81,38 +89,11 @@ pub struct SpeechSegment {
     pub samples: Vec<f32>,
     pub start: Duration,
     pub end: Duration,
-    /// End of the last speech frame: a [`SegmenterEvent::Pause`] snapshot and the final segment with
-    /// the same `start` and `speech_end` hold the same words.
+    /// End of the last speech frame (by the VAD and by level): a [`SegmenterEvent::Pause`] snapshot and
+    /// the final segment with the same `start` and `speech_end` hold the same words.
     pub speech_end: Duration,
     /// What ended it.
     pub ended_by: TurnEnd,
-}
-
-fn rms(frame: &[f32]) -> f32 {
-    (frame.iter().map(|s| s * s).sum::<f32>() / frame.len().max(1) as f32).sqrt()
-}
-
-/// RMS below which a frame cannot hold speech: -60 dBFS, under a quiet room's microphone floor and far
-/// above the digital silence of an idle or muted device.
-pub const QUIET_RMS: f32 = 0.001;
-
-/// Inside an utterance, a frame under this level (dBFS) and [`HUSHED_BELOW_PEAK_DB`] under the
-/// utterance's loudest frame is silence whatever the VAD says. Silero's probability trails the voice:
-/// on the device benchmark's questions it stays at 0.97-1.00 for one or two frames after the last
-/// sound (those frames at -46 to -64 dBFS, the words at -14 to -17) and falls under the release
-/// threshold 86-118 ms after it, so the pause was offered, and the turn's clock started, that late.
-const HUSHED_DBFS: f32 = -45.0;
-const HUSHED_BELOW_PEAK_DB: f32 = 30.0;
-/// Hushed frames in a row before the utterance is offered on their strength alone: a single one is as
-/// likely the closure of a stop consonant mid-word (-47 dBFS in "Tell me something nice about cats.").
-const HUSHED_FRAMES_TO_OFFER: u64 = 2;
-
-fn level_db(frame: &[f32]) -> f32 {
-    20.0 * rms(frame).max(1e-9).log10()
-}
-
-fn is_quiet(frame: &[f32]) -> bool {
-    rms(frame) < QUIET_RMS
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -150,8 +131,8 @@ struct Active {
     model_failed: bool,
     /// A pause snapshot was offered for the current silence.
     offered: bool,
-    /// The loudest frame so far (dBFS).
-    peak_db: f32,
+    /// How loud the utterance's speech is (what "hushed" is measured against).
+    loudness: Loudness,
     /// The VAD itself heard silence since the last speech frame (not only hushed frames).
     vad_silent: bool,
 }
@@ -421,6 +402,11 @@ impl<V: VoiceActivity> Segmenter<V> {
                 let mut active = self.start_at(start_frame, samples);
                 active.first_speech = index + 1 - self.onset_frames;
                 active.last_speech = index;
+                // The onset frames are speech; the pre-roll before them may hold a knock.
+                let onset = self.onset_frames as usize;
+                for frame in active.samples.rchunks_exact(FRAME_SAMPLES).take(onset) {
+                    active.loudness.heard(frame);
+                }
                 events.push(SegmenterEvent::SpeechStarted {
                     at: frame_time(active.first_speech),
                 });
@@ -430,12 +416,10 @@ impl<V: VoiceActivity> Segmenter<V> {
             return;
         };
         active.samples.extend_from_slice(frame);
-        let level = level_db(frame);
-        let hushed = level < HUSHED_DBFS && level < active.peak_db - HUSHED_BELOW_PEAK_DB;
-        active.peak_db = active.peak_db.max(level);
         if probability < self.release_threshold {
             active.vad_silent = true;
-        } else if !hushed {
+        } else if !active.loudness.hushes(frame) {
+            active.loudness.heard(frame);
             active.last_speech = index;
             active.vad_silent = false;
             active.asked_at = None;
@@ -512,10 +496,11 @@ impl<V: VoiceActivity> Segmenter<V> {
         if index + 1 - active.start_frame < self.max_frames {
             return;
         }
+        let mut next = self.start_at(index + 1, Vec::new());
         if let Some(full) = self.active.take() {
+            next.loudness = full.loudness;
             events.push(SegmenterEvent::Segment(segment(full, TurnEnd::MaxLength)));
         }
-        let mut next = self.start_at(index + 1, Vec::new());
         // The speaker is mid-utterance: count the cut as speech so the hangover starts afresh.
         next.last_speech = index;
         self.active = Some(next);
@@ -559,10 +544,7 @@ impl<V: VoiceActivity> Segmenter<V> {
             asked_at: None,
             model_failed: false,
             offered: false,
-            peak_db: samples
-                .chunks_exact(FRAME_SAMPLES)
-                .map(level_db)
-                .fold(f32::NEG_INFINITY, f32::max),
+            loudness: Loudness::default(),
             vad_silent: false,
             samples,
         }
