@@ -195,6 +195,23 @@ impl BargeInGate {
 mod tests {
     use super::*;
 
+    /// Frames (probability, dB kept) pushed in turn; the indices of those that held the answer.
+    fn held_at(gate: &mut BargeInGate, frames: &[(f32, f32)]) -> Vec<usize> {
+        frames
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &(p, kept))| gate.push(p, kept).map(|_| i))
+            .collect()
+    }
+
+    /// One cancelled frame, `uncancelled` frames of residue, then eight sure frames at -8 dB kept.
+    fn sure_run_after(uncancelled: usize) -> Vec<(f32, f32)> {
+        let mut frames = vec![(0.1, -35.0)];
+        frames.extend(std::iter::repeat_n((0.1, -10.0), uncancelled));
+        frames.extend([(0.95, -8.0); 8]);
+        frames
+    }
+
     fn feed(gate: &mut BargeInGate, probabilities: &[f32]) -> Vec<BargeIn> {
         probabilities
             .iter()
@@ -275,32 +292,13 @@ mod tests {
     fn before_the_canceller_has_taken_the_echo_down_sure_frames_wait_for_the_full_run() {
         // The start of an answer: nothing cancelled yet, the echo comes through at -8 dB.
         let mut gate = BargeInGate::new(&BargeInConfig::default());
-        let held: Vec<usize> = (0..8)
-            .filter_map(|i| gate.push(0.95, -8.0).map(|_| i))
-            .collect();
-        assert_eq!(held, [5]);
+        assert_eq!(held_at(&mut gate, &[(0.95, -8.0); 8]), [5]);
         // Cancelled frames more than 320 ms before the run do not count either.
         let mut gate = BargeInGate::new(&BargeInConfig::default());
-        let mut script = vec![(0.1, -35.0)];
-        script.extend([(0.1, -10.0); 11]);
-        script.extend([(0.95, -8.0); 8]);
-        let held: Vec<usize> = script
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, (p, kept))| gate.push(p, kept).map(|_| i))
-            .collect();
-        assert_eq!(held, [17]);
+        assert_eq!(held_at(&mut gate, &sure_run_after(11)), [17]);
         // 320 ms (ten frames) between the cancelled frame and the run still count.
         let mut gate = BargeInGate::new(&BargeInConfig::default());
-        let mut script = vec![(0.1, -35.0)];
-        script.extend([(0.1, -10.0); 10]);
-        script.extend([(0.95, -8.0); 8]);
-        let held: Vec<usize> = script
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, (p, kept))| gate.push(p, kept).map(|_| i))
-            .collect();
-        assert_eq!(held, [13]);
+        assert_eq!(held_at(&mut gate, &sure_run_after(10)), [13]);
     }
 
     #[test]
@@ -308,10 +306,7 @@ mod tests {
         let mut gate = BargeInGate::new(&BargeInConfig::default());
         gate.push(0.1, -35.0);
         gate.reset();
-        let held: Vec<usize> = (0..8)
-            .filter_map(|i| gate.push(0.95, -8.0).map(|_| i))
-            .collect();
-        assert_eq!(held, [5]);
+        assert_eq!(held_at(&mut gate, &[(0.95, -8.0); 8]), [5]);
     }
 
     #[test]
@@ -321,9 +316,6 @@ mod tests {
         // A less sure frame breaks the run: five speech frames, under the six of `min_speech`.
         assert!(feed(&mut gate, &[0.9, 0.9, 0.7, 0.9, 0.9, 0.1, 0.1]).is_empty());
         // Sure to the VAD but mostly removed by the canceller (-25 dB kept): the full six frames.
-        let held: Vec<usize> = (0..8)
-            .filter_map(|i| gate.push(0.95, -25.0).map(|_| i))
-            .collect();
-        assert_eq!(held, [5]);
+        assert_eq!(held_at(&mut gate, &[(0.95, -25.0); 8]), [5]);
     }
 }

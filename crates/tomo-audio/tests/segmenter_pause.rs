@@ -174,17 +174,25 @@ fn offers_and_ends(events: &[(usize, SegmenterEvent)]) -> (Vec<(usize, Duration)
     (offers, ends)
 }
 
+/// Digital silence.
+const SILENT: f32 = f32::NEG_INFINITY;
+
+/// Offers and segment ends for 5 silent frames, 20 frames of words at `words_db`, two frames the VAD
+/// still calls speech (0.97) at `tail_db`, then silence.
+fn words_then_tail(words_db: f32, tail_db: f32) -> (Vec<(usize, Duration)>, Vec<Duration>) {
+    offers_and_ends(&events_at_levels(&[
+        (5, 0.0, SILENT),
+        (20, 0.9, words_db),
+        (2, 0.97, tail_db),
+        (15, 0.0, SILENT),
+    ]))
+}
+
 #[test]
 fn frames_far_under_the_words_end_the_speech_while_the_vad_still_trails() {
     // Words at -15 dBFS (frames 5-24), then two frames the VAD still calls speech at -55 dBFS, then
     // silence: the speech ends with the words, and the pause is offered on the second quiet frame.
-    let events = events_at_levels(&[
-        (5, 0.0, f32::NEG_INFINITY),
-        (20, 0.9, -15.0),
-        (2, 0.97, -55.0),
-        (15, 0.0, f32::NEG_INFINITY),
-    ]);
-    let (offers, ends) = offers_and_ends(&events);
+    let (offers, ends) = words_then_tail(-15.0, -55.0);
     assert_eq!(offers, [(26, FRAME_DURATION * 25)]);
     assert_eq!(
         ends,
@@ -197,11 +205,11 @@ fn frames_far_under_the_words_end_the_speech_while_the_vad_still_trails() {
 fn one_quiet_frame_inside_the_words_is_no_pause() {
     // A stop consonant's closure: one frame at -50 dBFS between words at -15.
     let events = events_at_levels(&[
-        (5, 0.0, f32::NEG_INFINITY),
+        (5, 0.0, SILENT),
         (10, 0.9, -15.0),
         (1, 0.97, -50.0),
         (10, 0.9, -15.0),
-        (15, 0.0, f32::NEG_INFINITY),
+        (15, 0.0, SILENT),
     ]);
     let (offers, ends) = offers_and_ends(&events);
     assert_eq!(offers, [(26, FRAME_DURATION * 26)]);
@@ -211,13 +219,7 @@ fn one_quiet_frame_inside_the_words_is_no_pause() {
 #[test]
 fn a_quiet_speaker_is_heard_by_the_vad_alone() {
     // Words at -50 dBFS: frames at -55 are not far under them, so the VAD decides where speech ends.
-    let events = events_at_levels(&[
-        (5, 0.0, f32::NEG_INFINITY),
-        (20, 0.9, -50.0),
-        (2, 0.97, -55.0),
-        (15, 0.0, f32::NEG_INFINITY),
-    ]);
-    let (offers, ends) = offers_and_ends(&events);
+    let (offers, ends) = words_then_tail(-50.0, -55.0);
     assert_eq!(offers, [(27, FRAME_DURATION * 27)]);
     assert_eq!(ends, [FRAME_DURATION * 27]);
 }
@@ -226,11 +228,11 @@ fn a_quiet_speaker_is_heard_by_the_vad_alone() {
 fn a_knock_before_a_quiet_speaker_does_not_hush_the_words() {
     // A -15 dBFS knock the VAD does not call speech in the pre-roll, then words at -50 dBFS.
     let events = events_at_levels(&[
-        (2, 0.0, f32::NEG_INFINITY),
+        (2, 0.0, SILENT),
         (1, 0.0, -15.0),
-        (2, 0.0, f32::NEG_INFINITY),
+        (2, 0.0, SILENT),
         (20, 0.9, -50.0),
-        (15, 0.0, f32::NEG_INFINITY),
+        (15, 0.0, SILENT),
     ]);
     let (offers, ends) = offers_and_ends(&events);
     assert_eq!(offers, [(25, FRAME_DURATION * 25)]);
@@ -240,13 +242,7 @@ fn a_knock_before_a_quiet_speaker_does_not_hush_the_words() {
 #[test]
 fn a_soft_tail_of_loud_words_is_still_speech() {
     // Words at -5 dBFS and two frames at -40: 35 dB under them, but not under -45 dBFS.
-    let events = events_at_levels(&[
-        (5, 0.0, f32::NEG_INFINITY),
-        (20, 0.9, -5.0),
-        (2, 0.97, -40.0),
-        (15, 0.0, f32::NEG_INFINITY),
-    ]);
-    let (offers, ends) = offers_and_ends(&events);
+    let (offers, ends) = words_then_tail(-5.0, -40.0);
     assert_eq!(offers, [(27, FRAME_DURATION * 27)]);
     assert_eq!(ends, [FRAME_DURATION * 27]);
 }
@@ -254,11 +250,11 @@ fn a_soft_tail_of_loud_words_is_still_speech() {
 #[test]
 fn words_after_hushed_frames_make_their_offer_stale() {
     let events = events_at_levels(&[
-        (5, 0.0, f32::NEG_INFINITY),
+        (5, 0.0, SILENT),
         (10, 0.9, -15.0),
         (2, 0.97, -55.0),
         (10, 0.9, -15.0),
-        (15, 0.0, f32::NEG_INFINITY),
+        (15, 0.0, SILENT),
     ]);
     let only: Vec<SegmenterEvent> = events.iter().map(|(_, event)| event.clone()).collect();
     assert_eq!(kinds(&only), "PRPS");

@@ -26,7 +26,7 @@ const HUSHED_BELOW_PEAK_DB: f32 = 30.0;
 /// likely the closure of a stop consonant mid-word (-47 dBFS in "Tell me something nice about cats.").
 pub(super) const HUSHED_FRAMES_TO_OFFER: u64 = 2;
 
-fn level_db(frame: &[f32]) -> f32 {
+pub(super) fn level_db(frame: &[f32]) -> f32 {
     20.0 * rms(frame).max(1e-9).log10()
 }
 
@@ -48,14 +48,13 @@ impl Default for Loudness {
 }
 
 impl Loudness {
-    /// Notes a frame the VAD called speech.
-    pub(super) fn heard(&mut self, frame: &[f32]) {
-        self.peak_db = self.peak_db.max(level_db(frame));
+    /// Notes a frame the VAD called speech, at `level` ([`level_db`]).
+    pub(super) fn heard(&mut self, level: f32) {
+        self.peak_db = self.peak_db.max(level);
     }
 
-    /// Whether `frame` is far under the speech heard so far.
-    pub(super) fn hushes(&self, frame: &[f32]) -> bool {
-        let level = level_db(frame);
+    /// Whether a frame at `level` is far under the speech heard so far.
+    pub(super) fn hushes(&self, level: f32) -> bool {
         level < HUSHED_DBFS && level < self.peak_db - HUSHED_BELOW_PEAK_DB
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 mod level;
 
 pub use level::QUIET_RMS;
-use level::{HUSHED_FRAMES_TO_OFFER, Loudness, is_quiet};
+use level::{HUSHED_FRAMES_TO_OFFER, Loudness, is_quiet, level_db};
 
 use crate::turn::{EndOfTurn, TurnConfig, TurnEnd};
 use crate::vad::{VadError, VoiceActivity};
@@ -405,7 +405,7 @@ impl<V: VoiceActivity> Segmenter<V> {
                 // The onset frames are speech; the pre-roll before them may hold a knock.
                 let onset = self.onset_frames as usize;
                 for frame in active.samples.rchunks_exact(FRAME_SAMPLES).take(onset) {
-                    active.loudness.heard(frame);
+                    active.loudness.heard(level_db(frame));
                 }
                 events.push(SegmenterEvent::SpeechStarted {
                     at: frame_time(active.first_speech),
@@ -418,16 +418,20 @@ impl<V: VoiceActivity> Segmenter<V> {
         active.samples.extend_from_slice(frame);
         if probability < self.release_threshold {
             active.vad_silent = true;
-        } else if !active.loudness.hushes(frame) {
-            active.loudness.heard(frame);
-            active.last_speech = index;
-            active.vad_silent = false;
-            active.asked_at = None;
-            if active.offered {
-                active.offered = false;
-                events.push(SegmenterEvent::Resumed {
-                    at: frame_time(index),
-                });
+        } else {
+            // Frames the VAD calls speech are speech unless far under the words heard so far.
+            let level = level_db(frame);
+            if !active.loudness.hushes(level) {
+                active.loudness.heard(level);
+                active.last_speech = index;
+                active.vad_silent = false;
+                active.asked_at = None;
+                if active.offered {
+                    active.offered = false;
+                    events.push(SegmenterEvent::Resumed {
+                        at: frame_time(index),
+                    });
+                }
             }
         }
         let silence = index - active.last_speech;
