@@ -1,6 +1,7 @@
 //! The subset of the OpenAI chat-completions wire format that Tomo's client sends and reads
 //! (crates/tomo-openai/src/wire.rs, crates/tomo-llm/src/messages.rs): messages with tool calls, `tools`, `stream` with
-//! `stream_options.include_usage`, `temperature`, `max_tokens`. Unknown fields are ignored, as servers do.
+//! `stream_options.include_usage`, `temperature`, `max_tokens`, and Tomo's `priority`. Unknown fields are
+//! ignored, as servers do.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -24,6 +25,10 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     #[serde(default)]
     pub seed: Option<u32>,
+    /// `"background"`: a side request nobody waits for (Tomo's memory extraction, summaries); the engine
+    /// serves conversation requests in the middle of it. Tomo's extension; absent means conversation.
+    #[serde(default)]
+    pub priority: tomo_llm::Priority,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -224,6 +229,23 @@ mod tests {
         assert_eq!(request.messages[2].text(), "");
         assert_eq!(request.messages[4].text(), "ab");
         assert_eq!(request.tools[0].function.name, "get_time");
+        assert_eq!(
+            request.priority,
+            tomo_llm::Priority::Conversation,
+            "absent: a turn"
+        );
+    }
+
+    #[test]
+    fn a_side_request_says_so_and_a_wrong_priority_is_refused() {
+        let side: ChatRequest = serde_json::from_value(json!({
+            "messages": [], "priority": "background"
+        }))
+        .unwrap();
+        assert_eq!(side.priority, tomo_llm::Priority::Background);
+        let wrong =
+            serde_json::from_value::<ChatRequest>(json!({"messages": [], "priority": "urgent"}));
+        assert!(wrong.unwrap_err().to_string().contains("urgent"));
     }
 
     #[test]

@@ -7,6 +7,9 @@
 //! Two slots: the conversation keeps one warm while side requests (memory extraction, summaries) use the
 //! other instead of evicting it.
 //!
+//! Conversation requests go first (see `queue.rs`): a side request stops between two steps (a prompt
+//! batch, a token) to serve them on the other slot, then goes on with its own cache untouched.
+//!
 //! Every generation is bounded by a token cap and a wall-time cap, and stops when the client goes away.
 
 use std::num::NonZeroU32;
@@ -27,7 +30,12 @@ use tokio::sync::{mpsc, watch};
 
 use crate::api::{ChatRequest, Usage};
 use crate::prompt::{Turn, turns};
+use crate::queue::Queue;
 use crate::utf8::Utf8Stream;
+
+/// Prompt batch of a side request: the points where it can stop for the conversation come this often
+/// (≈ 0.2 s of evaluation on two cores for the default model, where one batch of 512 took seconds).
+const SIDE_BATCH: usize = 16;
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -188,6 +196,7 @@ pub fn run(
         settings: &settings,
         slots: (0..slots).map(|_| Slot::default()).collect(),
         clock: 0,
+        busy: None,
     };
     status.send_replace(Status::Ready { model: name });
     tracing::info!(
@@ -196,11 +205,13 @@ pub fn run(
         slot_context = settings.slot_context,
         "model loaded"
     );
-    while let Ok(job) = jobs.recv() {
+    let mut queue = Queue::new(jobs);
+    while let Some(job) = queue.next() {
         if job.cancel.load(Ordering::Relaxed) {
             continue;
         }
-        let outcome = engine.generate(&job);
+        let side = job.request.priority == tomo_llm::Priority::Background;
+        let outcome = engine.generate(&job, side.then_some(&mut queue));
         let _ = job.events.blocking_send(outcome);
     }
 }
@@ -219,6 +230,8 @@ struct Engine<'m> {
     settings: &'m Settings,
     slots: Vec<Slot>,
     clock: u64,
+    /// The slot of a side request that stopped to let the conversation through: no one else may take it.
+    busy: Option<usize>,
 }
 
 /// Why a generation stopped early.
@@ -228,9 +241,10 @@ enum Stop {
 }
 
 impl Engine<'_> {
-    /// Serves one job; the returned event is the last one (done or failed).
-    fn generate(&mut self, job: &Job) -> GenEvent {
-        match self.try_generate(job) {
+    /// Serves one job; the returned event is the last one (done or failed). With `queue` (a side
+    /// request), conversation jobs that arrive meanwhile are served in the middle of it.
+    fn generate(&mut self, job: &Job, queue: Option<&mut Queue<Job>>) -> GenEvent {
+        match self.try_generate(job, queue) {
             Ok(event) => event,
             Err(Stop::Cancelled) => GenEvent::Failed {
                 status: 499,
@@ -255,9 +269,37 @@ impl Engine<'_> {
             .map_err(|e| Stop::Failed(500, format!("the chat template failed: {e}")))
     }
 
-    fn try_generate(&mut self, job: &Job) -> Result<GenEvent, Stop> {
+    /// Serves the conversation jobs waiting in `queue` while the side request on slot `seq` stands still,
+    /// and returns how long that took (the side request's time limit is extended by as much). Not with
+    /// one slot: the conversation would have to evict the side request's cache.
+    fn serve_urgent(&mut self, seq: usize, queue: Option<&mut Queue<Job>>) -> Duration {
         let started = Instant::now();
-        let deadline = started + self.settings.max_time;
+        let Some(queue) = queue else {
+            return Duration::ZERO;
+        };
+        if self.slots.len() < 2 {
+            return Duration::ZERO;
+        }
+        while let Some(job) = queue.urgent() {
+            if job.cancel.load(Ordering::Relaxed) {
+                continue;
+            }
+            tracing::debug!("a side request stops for the conversation");
+            self.busy = Some(seq);
+            let outcome = self.generate(&job, None);
+            self.busy = None;
+            let _ = job.events.blocking_send(outcome);
+        }
+        started.elapsed()
+    }
+
+    fn try_generate(
+        &mut self,
+        job: &Job,
+        mut queue: Option<&mut Queue<Job>>,
+    ) -> Result<GenEvent, Stop> {
+        let started = Instant::now();
+        let mut deadline = started + self.settings.max_time;
         let request = &job.request;
         let prompt = self.prompt(request)?;
         let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
@@ -276,7 +318,7 @@ impl Engine<'_> {
             ));
         }
         let (seq, cached) = self.pick_slot(&tokens);
-        let evaluated = self.evaluate(seq, &tokens, cached, &job.cancel, deadline)?;
+        let evaluated = self.evaluate(seq, &tokens, cached, job, &mut deadline, &mut queue)?;
         let prompt_ms = started.elapsed().as_secs_f64() * 1000.0;
 
         let mut sampler = sampler(
@@ -316,6 +358,9 @@ impl Engine<'_> {
                 );
                 break "length";
             }
+            // The token just sampled is not decoded yet: a conversation job served here overwrites
+            // only the logits this side request has already read.
+            deadline += self.serve_urgent(seq, queue.as_deref_mut());
             batch.clear();
             batch
                 .add(token, position as i32, &[seq as i32], true)
@@ -356,28 +401,34 @@ impl Engine<'_> {
     /// The slot for `tokens` (see [`choose_slot`]) and how many of its tokens are reused, capped so at
     /// least one prompt token is evaluated (its logits start the answer).
     fn pick_slot(&mut self, tokens: &[LlamaToken]) -> (usize, usize) {
-        let (index, shared) = choose_slot(&self.slots, tokens);
+        let (index, shared) = choose_slot(&self.slots, tokens, self.busy);
         self.clock += 1;
         self.slots[index].last_used = self.clock;
         (index, shared.min(tokens.len().saturating_sub(1)))
     }
 
-    /// Drops the slot's cache after `cached` tokens and evaluates the rest of the prompt in batches.
-    /// Returns the batch index of the last prompt token (whose logits the first sample reads).
+    /// Drops the slot's cache after `cached` tokens and evaluates the rest of the prompt in batches
+    /// (a side request in small ones, serving the conversation between them). Returns the batch index of
+    /// the last prompt token (whose logits the first sample reads).
     fn evaluate(
         &mut self,
         seq: usize,
         tokens: &[LlamaToken],
         cached: usize,
-        cancel: &AtomicBool,
-        deadline: Instant,
+        job: &Job,
+        deadline: &mut Instant,
+        queue: &mut Option<&mut Queue<Job>>,
     ) -> Result<i32, Stop> {
+        let cancel: &AtomicBool = &job.cancel;
         let slot_tokens = &mut self.slots[seq].tokens;
         slot_tokens.truncate(cached);
         self.context
             .clear_kv_cache_seq(Some(seq as u32), Some(cached as u32), None)
             .map_err(|e| Stop::Failed(500, format!("KV cache: {e}")))?;
-        let n_batch = self.context.n_batch().max(1) as usize;
+        let mut n_batch = self.context.n_batch().max(1) as usize;
+        if queue.is_some() {
+            n_batch = n_batch.min(SIDE_BATCH);
+        }
         let mut batch = LlamaBatch::new(n_batch, 1);
         let mut last_index = 0;
         for (chunk_start, chunk) in tokens[cached..]
@@ -385,10 +436,11 @@ impl Engine<'_> {
             .enumerate()
             .map(|(i, c)| (cached + i * n_batch, c))
         {
+            *deadline += self.serve_urgent(seq, queue.as_deref_mut());
             if cancel.load(Ordering::Relaxed) {
                 return Err(Stop::Cancelled);
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= *deadline {
                 return Err(Stop::Failed(
                     503,
                     "evaluating the prompt took longer than the time limit".into(),
@@ -433,23 +485,26 @@ const MIN_REUSE: usize = 32;
 /// The slot whose cache shares the longest prefix with `tokens`, if that prefix is a real one
 /// ([`MIN_REUSE`] tokens); otherwise the least recently used slot, so a side request (memory extraction,
 /// a summary) never evicts the conversation just because both start with the same template header.
-/// Returns the slot and how many of its tokens match.
-fn choose_slot(slots: &[Slot], tokens: &[LlamaToken]) -> (usize, usize) {
+/// Returns the slot and how many of its tokens match. The `busy` slot (a side request standing still) is
+/// never chosen.
+fn choose_slot(slots: &[Slot], tokens: &[LlamaToken], busy: Option<usize>) -> (usize, usize) {
     let shared: Vec<usize> = slots
         .iter()
         .map(|slot| common_prefix(&slot.tokens, tokens))
         .collect();
-    let longest = slots
-        .iter()
-        .enumerate()
+    let free = || {
+        slots
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| Some(*index) != busy)
+    };
+    let longest = free()
         .max_by_key(|(index, slot)| (shared[*index], std::cmp::Reverse(slot.last_used)))
         .map_or(0, |(index, _)| index);
     if shared.get(longest).copied().unwrap_or(0) >= MIN_REUSE {
         return (longest, shared[longest]);
     }
-    let oldest = slots
-        .iter()
-        .enumerate()
+    let oldest = free()
         .min_by_key(|(_, slot)| slot.last_used)
         .map_or(0, |(index, _)| index);
     (oldest, shared.get(oldest).copied().unwrap_or(0))
@@ -502,20 +557,33 @@ mod tests {
         let conversation: Vec<i32> = (0..200).collect();
         let slots = [slot(&conversation, 5), slot(&[], 0)];
         // The next turn of the conversation: its slot.
-        assert_eq!(choose_slot(&slots, &tokens(0..230)), (0, 200));
+        assert_eq!(choose_slot(&slots, &tokens(0..230), None), (0, 200));
         // Memory extraction starts with the same template header only: the unused slot, not the chat's.
         let mut side = header.clone();
         side.extend(900..950);
         let side: Vec<LlamaToken> = side.into_iter().map(LlamaToken::new).collect();
-        assert_eq!(choose_slot(&slots, &side).0, 1);
+        assert_eq!(choose_slot(&slots, &side, None).0, 1);
         // Later, with the side request in slot 1: the next side request reuses it, the chat keeps 0.
         let slots = [
             slot(&conversation, 5),
             slot(&(0..3).chain(900..950).collect::<Vec<_>>(), 6),
         ];
-        assert_eq!(choose_slot(&slots, &side), (1, 53));
-        assert_eq!(choose_slot(&slots, &tokens(0..230)), (0, 200));
+        assert_eq!(choose_slot(&slots, &side, None), (1, 53));
+        assert_eq!(choose_slot(&slots, &tokens(0..230), None), (0, 200));
         // Something new: the least recently used slot.
-        assert_eq!(choose_slot(&slots, &tokens(5000..5100)).0, 0);
+        assert_eq!(choose_slot(&slots, &tokens(5000..5100), None).0, 0);
+    }
+
+    #[test]
+    fn a_side_request_standing_still_keeps_its_slot() {
+        let conversation: Vec<i32> = (0..200).collect();
+        // A side request took the conversation's slot (its prompt is new and slot 0 was the older one)
+        // and stopped for the next turn: the turn starts afresh in the other slot.
+        let slots = [slot(&[900, 901, 902], 7), slot(&conversation[..40], 6)];
+        assert_eq!(choose_slot(&slots, &tokens(0..230), Some(0)), (1, 40));
+        // With its own slot busy and nothing shared elsewhere, the other slot still.
+        let slots = [slot(&conversation, 7), slot(&[900], 6)];
+        assert_eq!(choose_slot(&slots, &tokens(0..230), Some(0)), (1, 0));
+        assert_eq!(choose_slot(&slots, &tokens(0..230), None), (0, 200));
     }
 }

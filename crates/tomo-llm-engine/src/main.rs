@@ -29,6 +29,7 @@
 mod api;
 mod engine;
 mod prompt;
+mod queue;
 mod server;
 mod utf8;
 

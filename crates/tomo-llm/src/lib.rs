@@ -13,7 +13,9 @@ pub mod tools;
 
 pub use assemble::{AssembledCall, ToolCallAssembler, ToolCallFragment};
 pub use error::LlmError;
-pub use messages::{ChatMessage, FunctionCall, FunctionDefinition, ToolDefinition, WireToolCall};
+pub use messages::{
+    ChatMessage, FunctionCall, FunctionDefinition, Priority, ToolDefinition, WireToolCall,
+};
 pub use model::{
     ChatModel, EmbeddedRequest, LlmClient, LlmConnector, LlmEndpoint, LlmEvent, LlmStream, WarmedUp,
 };

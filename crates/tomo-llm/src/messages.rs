@@ -90,3 +90,17 @@ impl ToolDefinition {
         }
     }
 }
+
+/// How urgent a request is, for an engine that serves one request at a time (the embedded brain): a
+/// side request (a summary, memory extraction) is one nobody is waiting for, so the engine may serve the
+/// conversation's requests in the middle of it. Sent as the request's `priority` field to our own
+/// engine only; other servers never see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// Someone is waiting for the answer (a turn, an anticipated turn, a warm-up for the next turn).
+    #[default]
+    Conversation,
+    /// Nobody is waiting: it may be paused while conversation requests are served.
+    Background,
+}

@@ -86,6 +86,17 @@ pub trait ChatModel: Send + Sync {
         messages: &'a [ChatMessage],
         tools: &'a [ToolDefinition],
     ) -> BoxFuture<'a, Result<LlmStream, LlmError>>;
+
+    /// Starts a side request (a summary, memory extraction) without tools: one nobody waits for. An
+    /// engine that serves one request at a time may put it aside for the conversation's requests
+    /// ([`Priority::Background`](crate::Priority::Background)); by default it is an ordinary
+    /// [`stream_chat`](Self::stream_chat).
+    fn stream_side<'a>(
+        &'a self,
+        messages: &'a [ChatMessage],
+    ) -> BoxFuture<'a, Result<LlmStream, LlmError>> {
+        self.stream_chat(messages, &[])
+    }
 }
 
 /// What a character asks of the embedded brain.
@@ -183,10 +194,16 @@ impl LlmClient {
         self.model.warm_up(messages, tools).await
     }
 
-    /// A whole answer without tools (summaries, fact extraction): the streamed text, joined. Never the
-    /// anticipated request's: side requests must not take or drop it.
+    /// See [`ChatModel::stream_side`]. Never the anticipated request's: side requests must not take or
+    /// drop it.
+    pub async fn stream_side(&self, messages: &[ChatMessage]) -> Result<LlmStream, LlmError> {
+        self.model.stream_side(messages).await
+    }
+
+    /// A whole side request (summaries, fact extraction): the streamed text, joined. See
+    /// [`stream_side`](Self::stream_side).
     pub async fn complete(&self, messages: &[ChatMessage]) -> Result<String, LlmError> {
-        let mut stream = self.model.stream_chat(messages, &[]).await?;
+        let mut stream = self.stream_side(messages).await?;
         let mut text = String::new();
         while let Some(event) = stream.next().await {
             if let LlmEvent::Text(delta) = event? {

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 use tomo_llm::{
     ChatMessage, ChatModel, LlmClient, LlmConnector, LlmEndpoint, LlmError, LlmEvent, LlmStream,
-    ToolCallFragment, ToolDefinition,
+    Priority, ToolCallFragment, ToolDefinition,
 };
 
 use crate::capped::{BodyLimits, CappedService, CutReason};
@@ -24,6 +24,8 @@ pub struct OpenAiClient {
     client: Client<OpenAIConfig>,
     /// Why the transport cut the last response off (see [`crate::capped`]).
     cut: CutReason,
+    /// Side requests carry `"priority": "background"` (Tomo's own engine only: see [`connect_engine`]).
+    sends_priority: bool,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -47,6 +49,15 @@ impl LlmConnector for OpenAiConnector {
 /// A shared client for `endpoint`.
 pub fn connect(endpoint: LlmEndpoint) -> Result<LlmClient, LlmError> {
     OpenAiClient::new(endpoint).map(LlmClient::new)
+}
+
+/// A shared client for Tomo's own engine (`tomo-llm-engine`): like [`connect`], and its side requests
+/// say they are [`Priority::Background`], so the engine serves the conversation first. Other servers
+/// never get the field (OpenAI refuses unknown ones).
+pub fn connect_engine(endpoint: LlmEndpoint) -> Result<LlmClient, LlmError> {
+    let mut client = OpenAiClient::new(endpoint)?;
+    client.sends_priority = true;
+    Ok(LlmClient::new(client))
 }
 
 impl OpenAiClient {
@@ -84,6 +95,7 @@ impl OpenAiClient {
             client,
             endpoint,
             cut,
+            sends_priority: false,
         })
     }
 
@@ -108,7 +120,25 @@ impl ChatModel for OpenAiClient {
         messages: &'a [ChatMessage],
         tools: &'a [ToolDefinition],
     ) -> BoxFuture<'a, Result<LlmStream, LlmError>> {
-        Box::pin(async move {
+        Box::pin(self.stream(messages, tools, Priority::Conversation))
+    }
+
+    fn stream_side<'a>(
+        &'a self,
+        messages: &'a [ChatMessage],
+    ) -> BoxFuture<'a, Result<LlmStream, LlmError>> {
+        Box::pin(self.stream(messages, &[], Priority::Background))
+    }
+}
+
+impl OpenAiClient {
+    async fn stream(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        priority: Priority,
+    ) -> Result<LlmStream, LlmError> {
+        {
             let request = ChatRequest {
                 model: &self.endpoint.model,
                 messages,
@@ -119,6 +149,8 @@ impl ChatModel for OpenAiClient {
                 tools,
                 temperature: self.endpoint.temperature,
                 max_tokens: self.endpoint.max_tokens,
+                priority: (self.sends_priority && priority != Priority::Conversation)
+                    .then_some(priority),
             };
             let body = serde_json::to_value(&request)
                 .map_err(|e| LlmError::Config(format!("cannot encode request: {e}")))?;
@@ -136,7 +168,7 @@ impl ChatModel for OpenAiClient {
             };
             let stream: LlmStream = Box::pin(decode(raw, context));
             Ok(stream)
-        })
+        }
     }
 }
 

@@ -7,4 +7,4 @@ mod client;
 mod wire;
 
 pub use capped::BodyLimits;
-pub use client::{OpenAiClient, OpenAiConnector, connect};
+pub use client::{OpenAiClient, OpenAiConnector, connect, connect_engine};

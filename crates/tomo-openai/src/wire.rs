@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tomo_llm::{ChatMessage, ToolDefinition};
+use tomo_llm::{ChatMessage, Priority, ToolDefinition};
 
 /// The request body we send.
 #[derive(Debug, Clone, Serialize)]
@@ -22,6 +22,9 @@ pub(crate) struct ChatRequest<'a> {
     pub temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Only to Tomo's own engine, only for side requests (see `connect_engine`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Priority>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -41,7 +41,7 @@ pub(super) fn connect(
     request: &EmbeddedRequest,
     stats: Arc<Mutex<BrainStats>>,
 ) -> Result<LlmClient, LlmError> {
-    let http = tomo_openai::connect(LlmEndpoint {
+    let http = tomo_openai::connect_engine(LlmEndpoint {
         base_url: engine.engine.base_url().to_owned(),
         model: request.model.clone(),
         api_key: Some(engine.engine.api_key().to_owned()),
@@ -91,6 +91,24 @@ impl EmbeddedClient {
         })
     }
 
+    /// The engine's stream with its usage counted and a broken stream explained.
+    fn counted(&self, stream: Result<LlmStream, LlmError>) -> Result<LlmStream, LlmError> {
+        let stream = stream.map_err(explain)?;
+        let client = EmbeddedClient {
+            http: self.http.clone(),
+            engine: Arc::clone(&self.engine),
+            stats: Arc::clone(&self.stats),
+        };
+        Ok(Box::pin(stream.map(move |event| match event {
+            Ok(LlmEvent::Usage(value)) => {
+                client.record(usage_of(&value));
+                Ok(LlmEvent::Usage(value))
+            }
+            Ok(other) => Ok(other),
+            Err(error) => Err(explain(error)),
+        })))
+    }
+
     fn record(&self, usage: Usage) {
         let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
         if stats.requests.len() == KEPT {
@@ -134,26 +152,20 @@ impl ChatModel for EmbeddedClient {
     ) -> BoxFuture<'a, Result<LlmStream, LlmError>> {
         Box::pin(async move {
             self.ready().await?;
-            let stream = self
-                .http
-                .stream_chat(messages, tools)
-                .await
-                .map_err(explain)?;
-            let stats = Arc::clone(&self.stats);
-            let client = EmbeddedClient {
-                http: self.http.clone(),
-                engine: Arc::clone(&self.engine),
-                stats,
-            };
-            let stream: LlmStream = Box::pin(stream.map(move |event| match event {
-                Ok(LlmEvent::Usage(value)) => {
-                    client.record(usage_of(&value));
-                    Ok(LlmEvent::Usage(value))
-                }
-                Ok(other) => Ok(other),
-                Err(error) => Err(explain(error)),
-            }));
-            Ok(stream)
+            let stream = self.http.stream_chat(messages, tools).await;
+            self.counted(stream)
+        })
+    }
+
+    /// Marked as a side request on the wire: the engine serves the conversation's requests first.
+    fn stream_side<'a>(
+        &'a self,
+        messages: &'a [ChatMessage],
+    ) -> BoxFuture<'a, Result<LlmStream, LlmError>> {
+        Box::pin(async move {
+            self.ready().await?;
+            let stream = self.http.stream_side(messages).await;
+            self.counted(stream)
         })
     }
 
