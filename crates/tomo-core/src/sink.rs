@@ -62,6 +62,12 @@ pub trait OutputSink: Send + Sync {
     /// Queue one sentence of `turn`. Must return quickly: synthesis and playback happen behind it.
     fn enqueue(&self, turn: TurnId, sentence: Sentence) -> Result<(), SinkError>;
 
+    /// The first sentence of `turn` will probably say `tts_text`: the model's text stopped at a
+    /// sentence end that only its next delta confirms. A sink may start synthesizing it now and use that
+    /// audio if [`OutputSink::enqueue`] brings the same text; anything else discards it. Must return
+    /// quickly.
+    fn prepare(&self, _turn: TurnId, _tts_text: &str) {}
+
     /// No more sentences for `turn`. Resolves when everything queued for it has been delivered (audio:
     /// played to the end), or with [`SinkError::Interrupted`] if [`OutputSink::interrupt`] cut it short.
     fn finish_turn(&self, turn: TurnId) -> BoxFuture<'static, Result<(), SinkError>>;

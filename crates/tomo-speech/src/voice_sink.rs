@@ -73,9 +73,18 @@ impl Shared {
 pub type VoiceBuilder =
     Arc<dyn Fn(&Profile) -> Result<Arc<dyn TextToSpeech>, String> + Send + Sync>;
 
+/// A first sentence whose synthesis started before it was enqueued (see [`OutputSink::prepare`]).
+struct Prepared {
+    turn: TurnId,
+    generation: u64,
+    text: String,
+    audio: oneshot::Receiver<Option<Audio>>,
+}
+
 pub struct VoiceSink {
     /// Swapped on a character switch; each sentence takes the voice current when it is enqueued.
     tts: Arc<RwLock<Arc<dyn TextToSpeech>>>,
+    prepared: Mutex<Option<Prepared>>,
     voices: Option<VoiceBuilder>,
     output: Arc<dyn AudioOutput>,
     workers: Arc<Semaphore>,
@@ -97,6 +106,7 @@ impl VoiceSink {
         tokio::spawn(sequence(queue, Arc::clone(&output), Arc::clone(&shared)));
         Self {
             tts: Arc::new(RwLock::new(tts)),
+            prepared: Mutex::new(None),
             voices: None,
             output,
             workers: Arc::new(Semaphore::new(workers.max(1))),
@@ -137,26 +147,8 @@ impl VoiceSink {
         self.current_tts().name().to_owned()
     }
 
-    fn current_tts(&self) -> Arc<dyn TextToSpeech> {
-        // A poisoned lock only means a panic elsewhere while swapping; the voice inside is still whole.
-        match self.tts.read() {
-            Ok(tts) => Arc::clone(&tts),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
-    }
-}
-
-impl OutputSink for VoiceSink {
-    fn attach(&self, events: SinkEvents) {
-        if let Ok(mut slot) = self.shared.events.lock() {
-            *slot = Some(events);
-        }
-    }
-
-    fn enqueue(&self, turn: TurnId, sentence: Sentence) -> Result<(), SinkError> {
-        let Some(text) = sentence.tts_text.clone() else {
-            return Ok(()); // display-only sentence: nothing to say
-        };
+    /// Synthesizes `text` on a worker (at most `workers` at once); the audio, or `None` if it failed.
+    fn synthesize(&self, text: String) -> oneshot::Receiver<Option<Audio>> {
         let (tx, rx) = oneshot::channel();
         let tts = self.current_tts();
         let workers = Arc::clone(&self.workers);
@@ -178,6 +170,42 @@ impl OutputSink for VoiceSink {
             };
             let _ = tx.send(audio);
         });
+        rx
+    }
+
+    /// The prepared synthesis of `text` for `turn`, if that is what was prepared (since the last
+    /// interrupt); any other prepared sentence is dropped.
+    fn take_prepared(&self, turn: TurnId, text: &str) -> Option<oneshot::Receiver<Option<Audio>>> {
+        let prepared = self.prepared.lock().ok()?.take()?;
+        let generation = self.shared.generation.load(Ordering::SeqCst);
+        (prepared.turn == turn && prepared.generation == generation && prepared.text == text)
+            .then_some(prepared.audio)
+    }
+
+    fn current_tts(&self) -> Arc<dyn TextToSpeech> {
+        // A poisoned lock only means a panic elsewhere while swapping; the voice inside is still whole.
+        match self.tts.read() {
+            Ok(tts) => Arc::clone(&tts),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+}
+
+impl OutputSink for VoiceSink {
+    fn attach(&self, events: SinkEvents) {
+        if let Ok(mut slot) = self.shared.events.lock() {
+            *slot = Some(events);
+        }
+    }
+
+    fn enqueue(&self, turn: TurnId, sentence: Sentence) -> Result<(), SinkError> {
+        let Some(text) = sentence.tts_text.clone() else {
+            return Ok(()); // display-only sentence: nothing to say
+        };
+        let rx = match self.take_prepared(turn, &text) {
+            Some(prepared) => prepared,
+            None => self.synthesize(text),
+        };
         self.jobs
             .send(Job::Clip {
                 generation: self.shared.generation.load(Ordering::SeqCst),
@@ -187,6 +215,18 @@ impl OutputSink for VoiceSink {
                 audio: rx,
             })
             .map_err(|_| SinkError::Unavailable("the voice output has stopped".to_owned()))
+    }
+
+    fn prepare(&self, turn: TurnId, tts_text: &str) {
+        let audio = self.synthesize(tts_text.to_owned());
+        if let Ok(mut slot) = self.prepared.lock() {
+            *slot = Some(Prepared {
+                turn,
+                generation: self.shared.generation.load(Ordering::SeqCst),
+                text: tts_text.to_owned(),
+                audio,
+            });
+        }
     }
 
     fn finish_turn(&self, _turn: TurnId) -> BoxFuture<'static, Result<(), SinkError>> {

@@ -240,6 +240,75 @@ async fn interrupt_drops_queued_sentences_and_reports_interrupted() {
     sink.finish_turn(4).await.unwrap();
 }
 
+/// Records every text it synthesizes; each clip's length says which text it was (10 ms per character).
+#[derive(Default)]
+struct CountingTts {
+    said: Mutex<Vec<String>>,
+}
+
+impl TextToSpeech for CountingTts {
+    fn name(&self) -> &str {
+        "counting"
+    }
+
+    fn synthesize(&self, text: &str) -> Result<Audio, TtsError> {
+        self.said.lock().unwrap().push(text.to_owned());
+        Ok(Audio::new(vec![0.1; 80 * text.len()], 8000))
+    }
+}
+
+/// The lengths (ms) of the clips that started playing.
+fn played_ms(rx: &mut mpsc::UnboundedReceiver<Event>) -> Vec<u32> {
+    collect(rx)
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::AudioStarted { envelope, .. } => Some(envelope.len() as u32 * 20),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_prepared_first_sentence_is_synthesized_once_and_a_wrong_guess_is_dropped() {
+    let tts = Arc::new(CountingTts::default());
+    let sink = VoiceSink::new(tts.clone(), TimedOutput::new(), 2);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    sink.attach(SinkEvents::new(tx));
+
+    sink.prepare(1, "Of course!");
+    sink.enqueue(1, sentence(0, "Of course!")).unwrap();
+    sink.finish_turn(1).await.unwrap();
+    assert_eq!(*tts.said.lock().unwrap(), ["Of course!"]);
+    assert_eq!(played_ms(&mut rx), [100]);
+
+    // The guess was wrong ("Really?!"): the sentence as enqueued is spoken, not the guess.
+    sink.prepare(2, "Really?");
+    sink.enqueue(2, sentence(0, "Really?!")).unwrap();
+    sink.finish_turn(2).await.unwrap();
+    assert_eq!(played_ms(&mut rx), [80]);
+    // A guess for another turn, or one made before an interrupt, is not used either.
+    sink.prepare(2, "Hi there.");
+    sink.enqueue(3, sentence(0, "Hi there.")).unwrap();
+    sink.finish_turn(3).await.unwrap();
+    sink.prepare(4, "Hi there.");
+    sink.interrupt();
+    sink.enqueue(4, sentence(0, "Hi there.")).unwrap();
+    sink.finish_turn(4).await.unwrap();
+    // A dropped guess is still synthesized (it cannot be stopped midway); wait for the last one.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tts.said.lock().unwrap().len() < 7 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let said = tts.said.lock().unwrap().clone();
+    let count = |text: &str| said.iter().filter(|t| t.as_str() == text).count();
+    assert_eq!((count("Really?"), count("Really?!")), (1, 1));
+    assert_eq!(
+        count("Hi there."),
+        4,
+        "two guesses dropped, two sentences spoken"
+    );
+}
+
 /// Records which voice spoke which text.
 struct NamedTts {
     name: String,

@@ -33,6 +33,9 @@ pub const FAST_PATH_MIN_WORDS: usize = 4;
 /// CJK characters a first clause needs before the fast path may cut it at a comma.
 pub const FAST_PATH_MIN_CJK: usize = 6;
 
+/// What usually follows a sentence's end: a space and a capital.
+const NEXT_SENTENCE: &str = " A";
+
 /// Abbreviations that are (practically) never the end of a sentence: titles precede a name, the rest
 /// introduce something. Case-sensitive so that `ms.` (milliseconds) can still end a sentence.
 const ALWAYS_CONTINUE: &[&str] = &[
@@ -473,6 +476,29 @@ impl SentenceDivider {
             Verdict::Continue(end) => self.pos = end,
         }
         true
+    }
+
+    /// The sentence that ends where the text stops, when only the characters still to come can say
+    /// whether it does (`Of course!` waits for the next delta: `!!`, a closing quote or ` It`?): the
+    /// draft the divider would emit if the next sentence began (` A`). `None` when the buffered text
+    /// does not stop at a sentence end (or at the first clause's comma), or would not end there even
+    /// then (`Dr.`). For starting speech synthesis early; the real draft may still differ.
+    pub fn sentence_if_ended(&self) -> Option<SentenceDraft> {
+        let tail = self.buf.trim_end();
+        let last = tail.chars().next_back()?;
+        let at_end = terminator_before(&self.buf, tail.len()).is_some()
+            || self.fast_path_armed && matches!(last, ',' | '，' | '、');
+        if !at_end {
+            return None;
+        }
+        let mut probe = self.clone();
+        probe.buf.push_str(NEXT_SENTENCE);
+        let mut out = Vec::new();
+        probe.scan(false, &mut out);
+        out.into_iter().find_map(|item| match item {
+            PipelineItem::Draft(draft) => Some(draft),
+            _ => None,
+        })
     }
 
     /// Emits everything buffered, deciding as if the stream ended here.

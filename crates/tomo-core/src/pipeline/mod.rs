@@ -163,6 +163,26 @@ impl Pipeline {
         self.number(items)
     }
 
+    /// The next sentence as it would come out if the model's text ended here, when the text stops at a
+    /// sentence end that only the next delta can confirm (see [`SentenceDivider::sentence_if_ended`]).
+    /// Nothing changes in the pipeline: a sink may start synthesizing it while the model goes on.
+    pub fn sentence_if_ended(&self) -> Option<Sentence> {
+        let draft = self.divider.sentence_if_ended()?;
+        let mut probe = self.clone();
+        let items = vec![PipelineItem::Draft(draft)];
+        let items = feed(&mut probe.actions, items, false);
+        let items = feed(&mut probe.display, items, false);
+        let items = feed(&mut probe.narration, items, false);
+        let items = feed(&mut probe.tts, items, false);
+        probe
+            .number(items)
+            .into_iter()
+            .find_map(|output| match output {
+                PipelineOutput::Sentence(sentence) => Some(sentence),
+                PipelineOutput::ToolCall(_) => None,
+            })
+    }
+
     /// Numbers sentences in output order. The TTS filter numbers its own too; renumbering here also
     /// covers ready-made sentences pushed in by the caller.
     fn number(&mut self, items: Vec<PipelineItem>) -> Vec<PipelineOutput> {

@@ -115,6 +115,56 @@ fn fast_path_through_the_pipeline() {
     assert_eq!(out.len(), 1);
 }
 
+/// Pushes `chunks` and returns what `sentence_if_ended` says after the last one, and what then comes
+/// out once the next delta (`next`) arrives.
+fn predicted_then_emitted(chunks: &[&str], next: &str) -> (Option<Sentence>, Vec<Sentence>) {
+    let mut p = Pipeline::new(&settings(true, false));
+    for chunk in chunks {
+        assert!(p.push(PipelineItem::Text((*chunk).into())).is_empty());
+    }
+    let predicted = p.sentence_if_ended();
+    let emitted = p
+        .push(PipelineItem::Text(next.into()))
+        .into_iter()
+        .map(|output| match output {
+            PipelineOutput::Sentence(sentence) => sentence,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    (predicted, emitted)
+}
+
+#[test]
+fn the_sentence_waiting_for_its_next_delta_is_known_before_it() {
+    let hello = sentence(0, "Of course!", Some("Of course!"), &["joy"]);
+    let (predicted, emitted) = predicted_then_emitted(&["[joy] Of", " course", "!"], " It");
+    assert_eq!(predicted.as_ref(), Some(&hello));
+    assert_eq!(emitted, [hello]);
+    // The first clause's comma waits for the next character too (`1,000` is a number).
+    let (predicted, emitted) =
+        predicted_then_emitted(&["Well, I think that we should go", ","], " and");
+    let clause = sentence(
+        0,
+        "Well, I think that we should go,",
+        Some("Well, I think that we should go,"),
+        &[],
+    );
+    assert_eq!(predicted.as_ref(), Some(&clause));
+    assert_eq!(emitted, [clause]);
+    // When the next delta says otherwise, the prediction was only a guess.
+    let (predicted, emitted) = predicted_then_emitted(&["Really?"], "!");
+    assert_eq!(predicted.unwrap().display_text, "Really?");
+    assert_eq!(emitted, []);
+}
+
+#[test]
+fn nothing_is_predicted_mid_sentence_or_at_an_abbreviation() {
+    for chunks in [&["Of course"][..], &["I asked Dr."], &["It costs 3"], &[""]] {
+        let (predicted, _) = predicted_then_emitted(chunks, " Smith");
+        assert_eq!(predicted, None, "{chunks:?}");
+    }
+}
+
 #[test]
 fn tool_calls_keep_their_place() {
     let mut items = texts(&["Let me check", " the weather."]);
@@ -296,5 +346,33 @@ proptest! {
             );
         }
         prop_assert_eq!(&whole, &sentences(&run(&s, chunked(&text, &sizes))));
+    }
+
+    /// What `sentence_if_ended` predicts is exactly the first sentence that comes out if the next
+    /// sentence begins there, and asking changes nothing.
+    #[test]
+    fn a_prediction_is_the_sentence_the_end_of_the_stream_would_give(
+        text in text_strategy(),
+        sizes in proptest::collection::vec(1usize..6, 1..8),
+        fast in any::<bool>(),
+    ) {
+        let s = settings(fast, false);
+        let mut p = Pipeline::new(&s);
+        let mut out = Vec::new();
+        for item in chunked(&text, &sizes) {
+            out.extend(p.push(item).into_iter().map(PipelineItem::from));
+            if let Some(predicted) = p.sentence_if_ended() {
+                let mut next = p.clone();
+                let mut ended = next.push(PipelineItem::Text(" A".into()));
+                ended.extend(next.finish());
+                let first = ended.iter().find_map(|o| match o {
+                    PipelineOutput::Sentence(sentence) => Some(sentence),
+                    PipelineOutput::ToolCall(_) => None,
+                });
+                prop_assert_eq!(Some(&predicted), first);
+            }
+        }
+        out.extend(p.finish().into_iter().map(PipelineItem::from));
+        prop_assert_eq!(sentences(&out), sentences(&run(&s, texts(&[&text]))));
     }
 }

@@ -340,6 +340,8 @@ struct Spoken {
     /// (index, display text) of every sentence shown, for what was heard of an interrupted answer.
     shown: Vec<(u32, String)>,
     echo_guard: EchoGuard,
+    /// The first sentence's text the sink was asked to prepare (see [`OutputSink::prepare`]).
+    prepared: Option<String>,
 }
 
 impl Spoken {
@@ -371,6 +373,26 @@ impl Spoken {
                 }),
                 // Only sentences and structured items leave the pipeline.
             }
+        }
+    }
+
+    /// While no sentence has gone out and the text stops at a sentence end only the next delta can
+    /// confirm, the sink may start on that sentence's speech: with a model writing a token every 40-70 ms
+    /// (the embedded brain) the wait for the token after `!` is as long as synthesizing a short sentence.
+    fn prepare_first(&mut self, sink: &dyn OutputSink) {
+        if self.sentences > 0 || !sink.plays_audio() {
+            return;
+        }
+        let Some(text) = self
+            .pipeline
+            .sentence_if_ended()
+            .and_then(|sentence| sentence.tts_text)
+        else {
+            return;
+        };
+        if self.prepared.as_ref() != Some(&text) {
+            sink.prepare(self.turn_id, &text);
+            self.prepared = Some(text);
         }
     }
 
@@ -408,6 +430,7 @@ async fn consume_items(
         sentences: 0,
         shown: Vec::new(),
         echo_guard: EchoGuard::default(),
+        prepared: None,
     };
     while let Some(item) = items.recv().await {
         match item {
@@ -422,6 +445,7 @@ async fn consume_items(
                 });
                 let out = spoken.pipeline.push(PipelineItem::Text(delta));
                 spoken.emit(out, sink, reporter);
+                spoken.prepare_first(sink);
             }
             TurnItem::Reasoning(delta) => {
                 if character.show_reasoning {

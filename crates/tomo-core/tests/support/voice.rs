@@ -36,6 +36,8 @@ pub struct Speakers {
     pub sentences: Mutex<Vec<Sentence>>,
     pub holds: Mutex<Vec<bool>>,
     pub pending: Mutex<Option<oneshot::Sender<Result<(), SinkError>>>>,
+    /// Every `prepare`: (sentences enqueued before it, the text).
+    pub prepared: Mutex<Vec<(usize, String)>>,
 }
 
 impl Speakers {
@@ -65,6 +67,14 @@ impl OutputSink for Speakers {
         if let Some(done) = self.pending.lock().unwrap().take() {
             let _ = done.send(Err(SinkError::Interrupted));
         }
+    }
+
+    fn prepare(&self, _turn: TurnId, tts_text: &str) {
+        let enqueued = self.sentences.lock().unwrap().len();
+        self.prepared
+            .lock()
+            .unwrap()
+            .push((enqueued, tts_text.to_owned()));
     }
 
     fn hold(&self, held: bool) {
