@@ -178,8 +178,13 @@ impl VoiceSink {
     fn take_prepared(&self, turn: TurnId, text: &str) -> Option<oneshot::Receiver<Option<Audio>>> {
         let prepared = self.prepared.lock().ok()?.take()?;
         let generation = self.shared.generation.load(Ordering::SeqCst);
-        (prepared.turn == turn && prepared.generation == generation && prepared.text == text)
-            .then_some(prepared.audio)
+        let same =
+            prepared.turn == turn && prepared.generation == generation && prepared.text == text;
+        tracing::debug!(
+            used = same,
+            "a first sentence was prepared before it was enqueued"
+        );
+        same.then_some(prepared.audio)
     }
 
     fn current_tts(&self) -> Arc<dyn TextToSpeech> {
