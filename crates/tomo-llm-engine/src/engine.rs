@@ -31,6 +31,7 @@ use tokio::sync::{mpsc, watch};
 use crate::api::{ChatRequest, Usage};
 use crate::prompt::{Turn, turns};
 use crate::queue::Queue;
+use crate::slots::{Slot, choose_slot};
 use crate::utf8::Utf8Stream;
 
 /// Prompt batch of a side request: the points where it can stop for the conversation come this often
@@ -216,13 +217,6 @@ pub fn run(
     }
 }
 
-#[derive(Debug, Default)]
-struct Slot {
-    /// Tokens whose keys and values are in this slot's cache, from position 0.
-    tokens: Vec<LlamaToken>,
-    last_used: u64,
-}
-
 struct Engine<'m> {
     model: &'m LlamaModel,
     context: LlamaContext<'m>,
@@ -299,7 +293,10 @@ impl Engine<'_> {
         mut queue: Option<&mut Queue<Job>>,
     ) -> Result<GenEvent, Stop> {
         let started = Instant::now();
-        let mut deadline = started + self.settings.max_time;
+        // Extended by the time a side request stands still for the conversation (which the timings
+        // below leave out too).
+        let limit = started + self.settings.max_time;
+        let mut deadline = limit;
         let request = &job.request;
         let prompt = self.prompt(request)?;
         let tokens = self.model.vocab().tokenize(prompt.as_bytes(), true, true);
@@ -319,7 +316,12 @@ impl Engine<'_> {
         }
         let (seq, cached) = self.pick_slot(&tokens);
         let evaluated = self.evaluate(seq, &tokens, cached, job, &mut deadline, &mut queue)?;
-        let prompt_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let paused_in_prompt = deadline - limit;
+        let prompt_ms = started
+            .elapsed()
+            .saturating_sub(paused_in_prompt)
+            .as_secs_f64()
+            * 1000.0;
 
         let mut sampler = sampler(
             request,
@@ -381,7 +383,10 @@ impl Engine<'_> {
             completion_tokens: generated,
             prompt_ms,
             generation_ms: first_token_at
-                .map(|t| t.elapsed().as_secs_f64() * 1000.0)
+                .map(|t| {
+                    let paused = (deadline - limit).saturating_sub(paused_in_prompt);
+                    t.elapsed().saturating_sub(paused).as_secs_f64() * 1000.0
+                })
                 .unwrap_or(0.0),
         };
         tracing::info!(
@@ -426,7 +431,7 @@ impl Engine<'_> {
             .clear_kv_cache_seq(Some(seq as u32), Some(cached as u32), None)
             .map_err(|e| Stop::Failed(500, format!("KV cache: {e}")))?;
         let mut n_batch = self.context.n_batch().max(1) as usize;
-        if queue.is_some() {
+        if queue.is_some() && self.slots.len() >= 2 {
             n_batch = n_batch.min(SIDE_BATCH);
         }
         let mut batch = LlamaBatch::new(n_batch, 1);
@@ -474,42 +479,6 @@ impl Engine<'_> {
     }
 }
 
-fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-/// A shared prefix shorter than this is only the template's opening (`<|im_start|>system\n`), not a
-/// conversation worth keeping.
-const MIN_REUSE: usize = 32;
-
-/// The slot whose cache shares the longest prefix with `tokens`, if that prefix is a real one
-/// ([`MIN_REUSE`] tokens); otherwise the least recently used slot, so a side request (memory extraction,
-/// a summary) never evicts the conversation just because both start with the same template header.
-/// Returns the slot and how many of its tokens match. The `busy` slot (a side request standing still) is
-/// never chosen.
-fn choose_slot(slots: &[Slot], tokens: &[LlamaToken], busy: Option<usize>) -> (usize, usize) {
-    let shared: Vec<usize> = slots
-        .iter()
-        .map(|slot| common_prefix(&slot.tokens, tokens))
-        .collect();
-    let free = || {
-        slots
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| Some(*index) != busy)
-    };
-    let longest = free()
-        .max_by_key(|(index, slot)| (shared[*index], std::cmp::Reverse(slot.last_used)))
-        .map_or(0, |(index, _)| index);
-    if shared.get(longest).copied().unwrap_or(0) >= MIN_REUSE {
-        return (longest, shared[longest]);
-    }
-    let oldest = free()
-        .min_by_key(|(_, slot)| slot.last_used)
-        .map_or(0, |(index, _)| index);
-    (oldest, shared.get(oldest).copied().unwrap_or(0))
-}
-
 /// Chat sampling: a light repetition penalty (small models loop), top-k 40, top-p 0.9, min-p 0.05, then
 /// the temperature; temperature 0 is greedy (tests and benchmarks that want the same answer every time).
 fn sampler(request: &ChatRequest, default_temperature: f32, n_vocab: i32) -> LlamaSampler {
@@ -534,56 +503,4 @@ fn sampler(request: &ChatRequest, default_temperature: f32, n_vocab: i32) -> Lla
         LlamaSampler::temp(temperature),
         LlamaSampler::dist(seed),
     ])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn slot(tokens: &[i32], last_used: u64) -> Slot {
-        Slot {
-            tokens: tokens.iter().copied().map(LlamaToken::new).collect(),
-            last_used,
-        }
-    }
-
-    fn tokens(range: std::ops::Range<i32>) -> Vec<LlamaToken> {
-        range.map(LlamaToken::new).collect()
-    }
-
-    #[test]
-    fn the_conversation_keeps_its_slot_and_side_requests_take_the_other() {
-        let header: Vec<i32> = (0..3).collect();
-        let conversation: Vec<i32> = (0..200).collect();
-        let slots = [slot(&conversation, 5), slot(&[], 0)];
-        // The next turn of the conversation: its slot.
-        assert_eq!(choose_slot(&slots, &tokens(0..230), None), (0, 200));
-        // Memory extraction starts with the same template header only: the unused slot, not the chat's.
-        let mut side = header.clone();
-        side.extend(900..950);
-        let side: Vec<LlamaToken> = side.into_iter().map(LlamaToken::new).collect();
-        assert_eq!(choose_slot(&slots, &side, None).0, 1);
-        // Later, with the side request in slot 1: the next side request reuses it, the chat keeps 0.
-        let slots = [
-            slot(&conversation, 5),
-            slot(&(0..3).chain(900..950).collect::<Vec<_>>(), 6),
-        ];
-        assert_eq!(choose_slot(&slots, &side, None), (1, 53));
-        assert_eq!(choose_slot(&slots, &tokens(0..230), None), (0, 200));
-        // Something new: the least recently used slot.
-        assert_eq!(choose_slot(&slots, &tokens(5000..5100), None).0, 0);
-    }
-
-    #[test]
-    fn a_side_request_standing_still_keeps_its_slot() {
-        let conversation: Vec<i32> = (0..200).collect();
-        // A side request took the conversation's slot (its prompt is new and slot 0 was the older one)
-        // and stopped for the next turn: the turn starts afresh in the other slot.
-        let slots = [slot(&[900, 901, 902], 7), slot(&conversation[..40], 6)];
-        assert_eq!(choose_slot(&slots, &tokens(0..230), Some(0)), (1, 40));
-        // With its own slot busy and nothing shared elsewhere, the other slot still.
-        let slots = [slot(&conversation, 7), slot(&[900], 6)];
-        assert_eq!(choose_slot(&slots, &tokens(0..230), Some(0)), (1, 0));
-        assert_eq!(choose_slot(&slots, &tokens(0..230), None), (0, 200));
-    }
 }

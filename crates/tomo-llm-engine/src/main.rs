@@ -31,6 +31,7 @@ mod engine;
 mod prompt;
 mod queue;
 mod server;
+mod slots;
 mod utf8;
 
 use std::io::{Read, Write};

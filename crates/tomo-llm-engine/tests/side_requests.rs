@@ -14,6 +14,10 @@ use futures::StreamExt;
 use tomo_llm::{ChatMessage, LlmClient, LlmEndpoint, LlmEvent, LlmStream};
 use tomo_llm_supervisor::LocalEngine;
 
+/// One engine at a time: two engines' llama.cpp threads on two cores spin against each other (the two
+/// tests took 74 s side by side, 20 s one after the other).
+static ONE_ENGINE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Tomo's engine client (side requests marked as such), greedy, long answers allowed.
 fn engine_client(engine: &LocalEngine) -> LlmClient {
     tomo_openai::connect_engine(LlmEndpoint {
@@ -60,6 +64,7 @@ async fn a_turn_is_served_in_the_middle_of_a_side_request_and_neither_answer_cha
     let Some(model) = support::fixture() else {
         return;
     };
+    let _alone = ONE_ENGINE.lock().await;
     let engine = support::start(support::config(model)).await;
     let client = engine_client(&engine);
     let clock = Arc::new(AtomicUsize::new(0));
@@ -105,5 +110,58 @@ async fn a_turn_is_served_in_the_middle_of_a_side_request_and_neither_answer_cha
         side_text, side_alone,
         "the side request went on where it stopped, its cache untouched"
     );
+    engine.stop().await;
+}
+
+/// A side request with a long prompt (about 1,300 tokens): its evaluation takes a while.
+fn long_side_request() -> Vec<ChatMessage> {
+    let notes =
+        "The user said they like hiking, their sister lives in Lyon, and they plan a trip in May. "
+            .repeat(60);
+    vec![
+        ChatMessage::system("Summarize the notes in one sentence."),
+        ChatMessage::user(notes),
+    ]
+}
+
+#[tokio::test]
+async fn a_turn_arriving_while_a_side_prompt_is_evaluated_goes_between_its_batches() {
+    let Some(model) = support::fixture() else {
+        return;
+    };
+    let _alone = ONE_ENGINE.lock().await;
+    let clock = Arc::new(AtomicUsize::new(0));
+    // Each alone, on a fresh engine (nothing cached: the runs below start from nothing too).
+    let engine = support::start(support::config(model.clone())).await;
+    let client = engine_client(&engine);
+    let (side_alone, _, _) = read(
+        client.stream_side(&long_side_request()).await.unwrap(),
+        &clock,
+    )
+    .await;
+    let (turn_alone, _, _) = read(client.stream_chat(&turn(), &[]).await.unwrap(), &clock).await;
+    engine.stop().await;
+
+    // Together, on another fresh engine: the turn comes while the side prompt is still being evaluated
+    // (the engine answers the side request's HTTP call only with its first token).
+    let engine = support::start(support::config(model)).await;
+    let client = engine_client(&engine);
+    let side_client = client.clone();
+    let side_clock = Arc::clone(&clock);
+    let side = tokio::spawn(async move {
+        let stream = side_client.stream_side(&long_side_request()).await.unwrap();
+        read(stream, &side_clock).await
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (turn_text, _, turn_finished) =
+        read(client.stream_chat(&turn(), &[]).await.unwrap(), &clock).await;
+    let (side_text, _, side_finished) = side.await.unwrap();
+
+    assert!(
+        turn_finished < side_finished,
+        "the turn waited for the side request to end"
+    );
+    assert_eq!(turn_text, turn_alone);
+    assert_eq!(side_text, side_alone, "the side prompt's cache is whole");
     engine.stop().await;
 }

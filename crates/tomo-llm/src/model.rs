@@ -13,7 +13,7 @@ use futures::{Stream, StreamExt};
 use crate::anticipate::AnticipationSlot;
 use crate::assemble::ToolCallFragment;
 use crate::error::LlmError;
-use crate::messages::{ChatMessage, ToolDefinition};
+use crate::messages::{ChatMessage, Priority, ToolDefinition};
 
 /// Where and how to reach the model. The key is held here only; `Debug` never prints it.
 #[derive(Clone)]
@@ -89,7 +89,7 @@ pub trait ChatModel: Send + Sync {
 
     /// Starts a side request (a summary, memory extraction) without tools: one nobody waits for. An
     /// engine that serves one request at a time may put it aside for the conversation's requests
-    /// ([`Priority::Background`](crate::Priority::Background)); by default it is an ordinary
+    /// ([`Priority::Background`]); by default it is an ordinary
     /// [`stream_chat`](Self::stream_chat).
     fn stream_side<'a>(
         &'a self,
@@ -203,7 +203,20 @@ impl LlmClient {
     /// A whole side request (summaries, fact extraction): the streamed text, joined. See
     /// [`stream_side`](Self::stream_side).
     pub async fn complete(&self, messages: &[ChatMessage]) -> Result<String, LlmError> {
-        let mut stream = self.stream_side(messages).await?;
+        self.complete_as(messages, Priority::Background).await
+    }
+
+    /// [`complete`](Self::complete) for a request a turn waits for (a summary the turn's context
+    /// needs): [`Priority::Conversation`] does not stand aside. Never the anticipated request either.
+    pub async fn complete_as(
+        &self,
+        messages: &[ChatMessage],
+        priority: Priority,
+    ) -> Result<String, LlmError> {
+        let mut stream = match priority {
+            Priority::Background => self.stream_side(messages).await?,
+            Priority::Conversation => self.model.stream_chat(messages, &[]).await?,
+        };
         let mut text = String::new();
         while let Some(event) = stream.next().await {
             if let LlmEvent::Text(delta) = event? {

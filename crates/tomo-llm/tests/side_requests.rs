@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tomo_llm::{ChatMessage, LlmClient, LlmEndpoint};
+use tomo_llm::{ChatMessage, LlmClient, LlmEndpoint, Priority};
 use tomo_testkit::{ScriptedServer, script};
 
 fn endpoint(server: &ScriptedServer) -> LlmEndpoint {
@@ -44,6 +44,18 @@ async fn the_engine_hears_that_a_side_request_can_wait_and_the_turn_cannot() {
         priorities(&client, &server).await,
         [Some(Value::from("background")), None]
     );
+}
+
+#[tokio::test]
+async fn a_summary_the_turn_waits_for_does_not_stand_aside() {
+    let server = ScriptedServer::start(vec![script::text_reply("Fine.")])
+        .await
+        .unwrap();
+    let client = tomo_openai::connect_engine(endpoint(&server)).unwrap();
+    let messages = [ChatMessage::user("Summarize")];
+    let answer = client.complete_as(&messages, Priority::Conversation).await;
+    assert_eq!(answer.unwrap(), "Fine.");
+    assert_eq!(server.requests()[0].body.get("priority"), None);
 }
 
 #[tokio::test]

@@ -156,6 +156,9 @@ impl VoiceSink {
             let Ok(_permit) = workers.acquire_owned().await else {
                 return;
             };
+            if tx.is_closed() {
+                return; // a prepared guess dropped before its turn came: no one will play it
+            }
             let outcome = tokio::task::spawn_blocking(move || tts.synthesize(&text)).await;
             let audio = match outcome {
                 Ok(Ok(audio)) => Some(audio),
@@ -288,6 +291,9 @@ impl OutputSink for VoiceSink {
 
     fn interrupt(&self) {
         self.shared.generation.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut prepared) = self.prepared.lock() {
+            prepared.take();
+        }
         // Under the lock `hold` takes too: a hold and a stop reach the output in the order they were
         // made, and the sink's idea of the hold matches the output's (a stop ends it).
         match self.shared.play.lock() {

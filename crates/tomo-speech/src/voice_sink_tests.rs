@@ -294,18 +294,11 @@ async fn a_prepared_first_sentence_is_synthesized_once_and_a_wrong_guess_is_drop
     sink.interrupt();
     sink.enqueue(4, sentence(0, "Hi there.")).unwrap();
     sink.finish_turn(4).await.unwrap();
-    // A dropped guess is still synthesized (it cannot be stopped midway); wait for the last one.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while tts.said.lock().unwrap().len() < 7 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let said = tts.said.lock().unwrap().clone();
-    let count = |text: &str| said.iter().filter(|t| t.as_str() == text).count();
-    assert_eq!((count("Really?"), count("Really?!")), (1, 1));
+    // Guesses dropped before a worker took them up were never synthesized (this runtime runs the
+    // synthesis tasks only when the test awaits, so each guess here was dropped first).
     assert_eq!(
-        count("Hi there."),
-        4,
-        "two guesses dropped, two sentences spoken"
+        *tts.said.lock().unwrap(),
+        ["Of course!", "Really?!", "Hi there.", "Hi there."]
     );
 }
 

@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::history::History;
-use tomo_llm::{ChatMessage, LlmClient, LlmError};
+use tomo_llm::{ChatMessage, LlmClient, LlmError, Priority};
 
 const FILE_NAME: &str = "summary.json";
 
@@ -168,7 +168,15 @@ impl Compressor {
             // after-turn maintenance has done this already).
             caught_up = true;
             let through = turns[turns.len() - keep - 1].0;
-            if let Err(error) = self.fold(history, client, system.len(), through).await {
+            // The turn waits for this one: it must not stand aside for side requests.
+            let fold = self.fold(
+                history,
+                client,
+                system.len(),
+                through,
+                Priority::Conversation,
+            );
+            if let Err(error) = fold.await {
                 tracing::warn!(%error, "context: cannot summarise old turns");
             }
         }
@@ -198,19 +206,21 @@ impl Compressor {
             return;
         }
         let through = turns[turns.len() - keep - 1].0;
-        if let Err(error) = self.fold(history, client, system.len(), through).await {
+        let fold = self.fold(history, client, system.len(), through, Priority::Background);
+        if let Err(error) = fold.await {
             tracing::warn!(%error, "context: summary not updated; retried after the next turn");
         }
     }
 
     /// Folds every unsummarised turn up to `through` into the summary, in chunks that fit the budget,
-    /// persisting after each chunk.
+    /// persisting after each chunk. `priority`: whether a turn waits for it.
     async fn fold(
         &self,
         history: &Mutex<History>,
         client: &LlmClient,
         system_chars: usize,
         through: u64,
+        priority: Priority,
     ) -> Result<(), LlmError> {
         let _running = self.running.lock().await;
         // Another fold may have advanced the cursor while we waited.
@@ -230,7 +240,7 @@ impl Compressor {
             let chunk = &turns[start..end];
             let messages =
                 summariser_messages(&self.character_name, &summary.text, chunk, summary_words);
-            let text = complete(client, &messages).await?;
+            let text = client.complete_as(&messages, priority).await?;
             if text.trim().is_empty() {
                 return Err(LlmError::Config(
                     "the summariser answered nothing".to_owned(),
@@ -334,10 +344,6 @@ fn summariser_messages(
             transcript.trim_end()
         )),
     ]
-}
-
-async fn complete(client: &LlmClient, messages: &[ChatMessage]) -> Result<String, LlmError> {
-    client.complete(messages).await
 }
 
 #[cfg(test)]
