@@ -89,18 +89,44 @@ pub fn set_pet_mode(app: &AppHandle, on: bool) -> Result<(), PetError> {
 /// so what the opaque normal layout painted stays visible after the page turns transparent. Resizing the
 /// window reallocates its surface, which clears it. Called when the UI reports its first pet-mode hit
 /// region, i.e. once it has restyled.
+///
+/// Twice: once in the CI runs the window stayed opaque for good after pet mode came from the tray right
+/// after the window was shown again (a busy moment: WebKit repaints everything after a show). A nudge
+/// that lands before the restyled page is painted clears nothing, and two size requests GTK takes in one
+/// turn are no resize at all; the second nudge, a second later, catches both.
 pub fn refresh_surface(window: WebviewWindow) {
     std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
-        let Ok(size) = window.inner_size() else {
-            return;
-        };
-        let nudged = tauri::PhysicalSize::new(size.width + 1, size.height);
-        if window.set_size(nudged).is_ok() {
-            std::thread::sleep(Duration::from_millis(100));
-            let _ = window.set_size(size);
+        for delay in [Duration::from_millis(100), Duration::from_millis(1000)] {
+            std::thread::sleep(delay);
+            nudge(&window);
         }
     });
+}
+
+/// Resizes the window by one pixel and back, restoring only once the first size has taken (or after a
+/// second, if the window manager keeps it).
+fn nudge(window: &WebviewWindow) {
+    let Ok(size) = window.inner_size() else {
+        return;
+    };
+    let nudged = tauri::PhysicalSize::new(size.width + 1, size.height);
+    if let Err(error) = window.set_size(nudged) {
+        tracing::debug!(%error, "pet mode: cannot nudge the window's size");
+        return;
+    }
+    let waited = std::time::Instant::now();
+    while waited.elapsed() < Duration::from_secs(1)
+        && window.inner_size().is_ok_and(|now| now != nudged)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let restored = window.set_size(size);
+    tracing::debug!(
+        took_ms = waited.elapsed().as_millis() as u64,
+        restored = restored.is_ok(),
+        "pet mode: window surface refreshed"
+    );
 }
 
 /// Keeps the pet's position for the next run (only pet mode's: the normal window is the WM's business).
