@@ -6,29 +6,24 @@
 
 mod support;
 
-use std::sync::Arc;
+use tomo_protocol::Op;
 
-use tomo_protocol::{Event, Op};
-use tomo_testkit::{ScriptedServer, script};
-
-use support::session::{collect_until, environment, say, start, write_profile};
-use support::voice::Speakers;
+use support::voice;
 
 #[tokio::test]
 async fn the_speakers_hear_of_the_first_sentence_before_it_is_confirmed() {
     // Streamed in small deltas: "[joy]", " Of", " course", "!", " It", …
-    let server = ScriptedServer::start(vec![script::text_reply(
-        "[joy] Of course! It is a lovely day. Anything else?",
-    )])
-    .await
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let speakers = Arc::new(Speakers::default());
-    let (session, mut events) =
-        start(&profile, environment(dir.path(), vec![]), speakers.clone()).await;
-    say(&session, "Can you help me?").await;
-    collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    let voice::Speaking {
+        server: _server,
+        dir: _dir,
+        speakers,
+        session,
+        ..
+    } = voice::answered(
+        &["[joy] Of course! It is a lovely day. Anything else?"],
+        "Can you help me?",
+    )
+    .await;
 
     let spoken: Vec<Option<String>> = speakers
         .sentences

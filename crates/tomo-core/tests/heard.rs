@@ -6,16 +6,13 @@
 
 mod support;
 
-use std::sync::Arc;
-
 use serde_json::Value;
 use tomo_core::session::heard::CUT_MARKER;
 use tomo_core::sink::OutputSink;
 use tomo_protocol::{Event, Op};
-use tomo_testkit::{ScriptedServer, script};
 
-use support::session::{collect_until, environment, is_idle, say, start, write_profile};
-use support::voice::{self, Speakers};
+use support::session::{collect_until, is_idle, say};
+use support::voice;
 
 fn last_history_record(dir: &std::path::Path) -> Value {
     let history = std::fs::read_to_string(dir.join("characters/hana/history.jsonl")).unwrap();
@@ -64,16 +61,13 @@ async fn history_keeps_the_sentences_heard_and_the_share_of_the_one_playing() {
 
 #[tokio::test]
 async fn an_answer_drained_to_the_end_is_stored_whole() {
-    let server = ScriptedServer::start(vec![script::text_reply("All of it. Really.")])
-        .await
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
-    let speakers = Arc::new(Speakers::default());
-    let (session, mut events) =
-        start(&profile, environment(dir.path(), vec![]), speakers.clone()).await;
-    say(&session, "hi").await;
-    collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    let voice::Speaking {
+        server: _server,
+        dir,
+        speakers,
+        session,
+        mut events,
+    } = voice::answered(&["All of it. Really."], "hi").await;
     speakers.play_to_the_end();
     collect_until(&mut events, is_idle).await;
     let last = last_history_record(dir.path());

@@ -211,7 +211,9 @@ pub fn run(
         if job.cancel.load(Ordering::Relaxed) {
             continue;
         }
-        let side = job.request.priority == tomo_llm::Priority::Background;
+        // With one slot a turn could only run in a side request's middle by evicting its cache: then
+        // side requests simply wait their turn.
+        let side = job.request.priority == tomo_llm::Priority::Background && slots >= 2;
         let outcome = engine.generate(&job, side.then_some(&mut queue));
         let _ = job.events.blocking_send(outcome);
     }
@@ -264,16 +266,12 @@ impl Engine<'_> {
     }
 
     /// Serves the conversation jobs waiting in `queue` while the side request on slot `seq` stands still,
-    /// and returns how long that took (the side request's time limit is extended by as much). Not with
-    /// one slot: the conversation would have to evict the side request's cache.
+    /// and returns how long that took (the side request's time limit is extended by as much).
     fn serve_urgent(&mut self, seq: usize, queue: Option<&mut Queue<Job>>) -> Duration {
         let started = Instant::now();
         let Some(queue) = queue else {
             return Duration::ZERO;
         };
-        if self.slots.len() < 2 {
-            return Duration::ZERO;
-        }
         while let Some(job) = queue.urgent() {
             if job.cancel.load(Ordering::Relaxed) {
                 continue;
@@ -431,7 +429,7 @@ impl Engine<'_> {
             .clear_kv_cache_seq(Some(seq as u32), Some(cached as u32), None)
             .map_err(|e| Stop::Failed(500, format!("KV cache: {e}")))?;
         let mut n_batch = self.context.n_batch().max(1) as usize;
-        if queue.is_some() && self.slots.len() >= 2 {
+        if queue.is_some() {
             n_batch = n_batch.min(SIDE_BATCH);
         }
         let mut batch = LlamaBatch::new(n_batch, 1);

@@ -20,6 +20,12 @@ fn endpoint(server: &ScriptedServer) -> LlmEndpoint {
     }
 }
 
+async fn two_replies() -> ScriptedServer {
+    ScriptedServer::start(vec![script::text_reply("Fine."), script::text_reply("Hi.")])
+        .await
+        .unwrap()
+}
+
 /// The `priority` field of each request the server got, in order (`None` when absent).
 async fn priorities(client: &LlmClient, server: &ScriptedServer) -> Vec<Option<Value>> {
     let messages = [ChatMessage::user("Hello")];
@@ -35,10 +41,7 @@ async fn priorities(client: &LlmClient, server: &ScriptedServer) -> Vec<Option<V
 
 #[tokio::test]
 async fn the_engine_hears_that_a_side_request_can_wait_and_the_turn_cannot() {
-    let server =
-        ScriptedServer::start(vec![script::text_reply("Fine."), script::text_reply("Hi.")])
-            .await
-            .unwrap();
+    let server = two_replies().await;
     let client = tomo_openai::connect_engine(endpoint(&server)).unwrap();
     assert_eq!(
         priorities(&client, &server).await,
@@ -60,10 +63,7 @@ async fn a_summary_the_turn_waits_for_does_not_stand_aside() {
 
 #[tokio::test]
 async fn other_servers_never_get_the_field() {
-    let server =
-        ScriptedServer::start(vec![script::text_reply("Fine."), script::text_reply("Hi.")])
-            .await
-            .unwrap();
+    let server = two_replies().await;
     let client = tomo_openai::connect(endpoint(&server)).unwrap();
     assert_eq!(priorities(&client, &server).await, [None, None]);
 }

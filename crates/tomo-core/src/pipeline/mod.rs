@@ -145,22 +145,14 @@ impl Pipeline {
             // The common case per token: the divider is still collecting the sentence.
             return Vec::new();
         }
-        let items = feed(&mut self.actions, items, false);
-        let items = feed(&mut self.display, items, false);
-        let items = feed(&mut self.narration, items, false);
-        let items = feed(&mut self.tts, items, false);
-        self.number(items)
+        self.after_divider(items, false)
     }
 
     /// End of turn: flush everything.
     pub fn finish(&mut self) -> Vec<PipelineOutput> {
         let mut items = Vec::new();
         self.divider.finish(&mut items);
-        let items = feed(&mut self.actions, items, true);
-        let items = feed(&mut self.display, items, true);
-        let items = feed(&mut self.narration, items, true);
-        let items = feed(&mut self.tts, items, true);
-        self.number(items)
+        self.after_divider(items, true)
     }
 
     /// The next sentence as it would come out if the model's text ended here, when the text stops at a
@@ -169,18 +161,23 @@ impl Pipeline {
     pub fn sentence_if_ended(&self) -> Option<Sentence> {
         let draft = self.divider.sentence_if_ended()?;
         let mut probe = self.clone();
-        let items = vec![PipelineItem::Draft(draft)];
-        let items = feed(&mut probe.actions, items, false);
-        let items = feed(&mut probe.display, items, false);
-        let items = feed(&mut probe.narration, items, false);
-        let items = feed(&mut probe.tts, items, false);
         probe
-            .number(items)
+            .after_divider(vec![PipelineItem::Draft(draft)], false)
             .into_iter()
             .find_map(|output| match output {
                 PipelineOutput::Sentence(sentence) => Some(sentence),
                 PipelineOutput::ToolCall(_) => None,
             })
+    }
+
+    /// The stages after the divider, in order (each finished after its items if `finish`), then
+    /// numbering.
+    fn after_divider(&mut self, items: Vec<PipelineItem>, finish: bool) -> Vec<PipelineOutput> {
+        let items = feed(&mut self.actions, items, finish);
+        let items = feed(&mut self.display, items, finish);
+        let items = feed(&mut self.narration, items, finish);
+        let items = feed(&mut self.tts, items, finish);
+        self.number(items)
     }
 
     /// Numbers sentences in output order. The TTS filter numbers its own too; renumbering here also

@@ -101,6 +101,17 @@ pub struct Speaking {
 }
 
 pub async fn speaking(replies: &[&str], question: &str) -> Speaking {
+    let speaking = answered(replies, question).await;
+    *speaking.speakers.playhead.lock().unwrap() = Some(Playhead {
+        sentence: 1,
+        fraction: 0.5,
+    });
+    speaking
+}
+
+/// A session whose character has written its whole answer to `question` (the server's first reply);
+/// its speakers have not played any of it yet.
+pub async fn answered(replies: &[&str], question: &str) -> Speaking {
     let server = ScriptedServer::start(replies.iter().map(|r| script::text_reply(r)).collect())
         .await
         .unwrap();
@@ -111,10 +122,6 @@ pub async fn speaking(replies: &[&str], question: &str) -> Speaking {
         start(&profile, environment(dir.path(), vec![]), speakers.clone()).await;
     say(&session, question).await;
     collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
-    *speakers.playhead.lock().unwrap() = Some(Playhead {
-        sentence: 1,
-        fraction: 0.5,
-    });
     Speaking {
         server,
         dir,
