@@ -50,12 +50,14 @@ pub fn extraction_messages(
     if related.is_empty() {
         stored.push_str("(none)");
     }
+    // The date goes before the fact: after it, small models copied "(2026-12-03)" into the facts they
+    // wrote, and every supersede added another.
     for fact in related {
         stored.push_str(&format!(
-            "- id {}: {} ({})\n",
+            "- id {} (learned {}): {}\n",
             fact.id,
-            fact.fact,
-            fact.created_at.format("%Y-%m-%d")
+            fact.created_at.format("%Y-%m-%d"),
+            fact.fact
         ));
     }
     vec![
@@ -89,6 +91,38 @@ pub async fn extract(
     )
     .await?;
     parse_extraction(&answer)
+}
+
+impl Extraction {
+    /// Drops what is not a fact about the user, as small models write it anyway: the character's own
+    /// answer copied as a "fact" ("Cats are fascinating creatures…"), or an English sentence about
+    /// something else ("The time is 21:36"), though the instructions ask for sentences about "The
+    /// user". Every kept fact is evaluated again on each turn it is recalled, so junk costs the user
+    /// time as well as the model's attention. Facts in other scripts are kept: the rule is English.
+    pub fn about_the_user(mut self, assistant_text: &str) -> Self {
+        let keep = |fact: &String| about_the_user(fact, assistant_text);
+        self.add.retain(keep);
+        self.supersede.retain(|(_, fact)| keep(fact));
+        self
+    }
+}
+
+fn about_the_user(fact: &str, assistant_text: &str) -> bool {
+    let plain = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .trim_end_matches('.')
+            .to_lowercase()
+    };
+    let fact_plain = plain(fact);
+    if fact_plain.chars().count() >= 20 && plain(assistant_text).contains(&fact_plain) {
+        return false;
+    }
+    !fact.is_ascii()
+        || fact_plain
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| matches!(word, "user" | "users" | "user's"))
 }
 
 /// Lenient parse of the extractor's answer.
@@ -219,14 +253,102 @@ fn fact_text(item: &Value) -> Option<String> {
             .and_then(Value::as_str)?,
         _ => return None,
     };
-    let text = text.trim();
+    let text = without_dates(text.trim());
     (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// The fact without dates copied from the stored facts' listing: `The user likes tea. (2026-12-03)`.
+fn without_dates(mut text: &str) -> &str {
+    while let Some(rest) = text.strip_suffix(')')
+        && let Some((before, inside)) = rest.rsplit_once('(')
+        && is_date(inside.trim())
+    {
+        text = before.trim_end();
+    }
+    text
+}
+
+fn is_date(text: &str) -> bool {
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok()
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn only_facts_about_the_user_are_kept() {
+        let answer = r#"{"add": [
+            "The user's cat is called Mochi.",
+            "The user has a cat.",
+            "Cats are fascinating creatures with unique personalities.",
+            "The time is Thursday, 3 December 2026 at 21:36 local time",
+            "用户的猫叫小白。",
+            "The User lives in Berlin."
+        ], "supersede": [{"id": 3, "fact": "Dogs are loyal."}, {"id": 4, "fact": "The user moved to Paris."}]}"#;
+        let said =
+            "[joy] Cats are fascinating creatures with unique personalities.  They love to play.";
+        let kept = parse_extraction(answer).unwrap().about_the_user(said);
+        assert_eq!(
+            kept.add,
+            vec![
+                "The user's cat is called Mochi.",
+                "The user has a cat.",
+                "用户的猫叫小白。",
+                "The User lives in Berlin."
+            ]
+        );
+        assert_eq!(
+            kept.supersede,
+            vec![(4, "The user moved to Paris.".to_owned())]
+        );
+        // A short fact that happens to be in the answer is still the user's.
+        let echoed = parse_extraction(r#"{"add": ["The user has a cat."]}"#)
+            .unwrap()
+            .about_the_user("I know the user has a cat.");
+        assert_eq!(echoed.add, vec!["The user has a cat."]);
+    }
+
+    #[test]
+    fn dates_copied_from_the_listing_are_not_part_of_a_fact() {
+        let answer = r#"{"add": ["The user asks for water reminders (2026-12-03)"],
+            "supersede": [{"id": 2, "fact": "The user likes cats. (2026-12-03) (2026-12-02)"}]}"#;
+        let parsed = parse_extraction(answer).unwrap();
+        assert_eq!(parsed.add, vec!["The user asks for water reminders"]);
+        assert_eq!(
+            parsed.supersede,
+            vec![(2, "The user likes cats.".to_owned())]
+        );
+        // Other parentheses are the fact's own.
+        let kept = r#"{"add": ["The user works at ACME (since 2019)", "(2026-12-03)"]}"#;
+        assert_eq!(
+            parse_extraction(kept).unwrap().add,
+            vec!["The user works at ACME (since 2019)"]
+        );
+    }
+
+    #[test]
+    fn stored_facts_are_listed_with_the_date_first() {
+        let fact = Fact {
+            id: 7,
+            agent_id: "hana".into(),
+            fact: "The user likes tea.".into(),
+            created_at: chrono::DateTime::parse_from_rfc3339("2026-12-03T10:00:00Z")
+                .unwrap()
+                .with_timezone(&chrono::Utc),
+            source_turn: None,
+            superseded_by: None,
+        };
+        let messages = extraction_messages("hi", "hello", &[fact]);
+        let ChatMessage::User { content } = &messages[1] else {
+            panic!("no user message: {messages:?}");
+        };
+        assert!(
+            content.contains("- id 7 (learned 2026-12-03): The user likes tea.\n"),
+            "{content}"
+        );
+    }
 
     #[test]
     fn parses_fenced_and_loose_answers() {

@@ -22,7 +22,7 @@ use crate::store::{Fact, MemoryStore, NewFact};
 /// How many of the newest facts the extractor sees besides the word matches.
 const RECENT_FACTS: usize = 20;
 
-pub const HEADING: &str = "Things you remember about the user (date learned):";
+pub const HEADING: &str = "Things you remember about the user (when you learned them):";
 
 /// Counts background memory tasks so tests and shutdown can wait for them.
 #[derive(Debug)]
@@ -220,6 +220,12 @@ impl Hook for MemoryHook {
     }
 }
 
+/// The same statement, whatever its case or final full stop.
+fn same_fact(a: &str, b: &str) -> bool {
+    let plain = |s: &str| s.trim().trim_end_matches('.').trim_end().to_lowercase();
+    plain(a) == plain(b)
+}
+
 fn format_block(lines: impl Iterator<Item = String>) -> Option<String> {
     let lines: Vec<String> = lines.collect();
     (!lines.is_empty()).then(|| format!("{HEADING}\n{}", lines.join("\n")))
@@ -317,7 +323,7 @@ async fn learn_local(
     };
     let extraction =
         match extract::extract(llm, &turn.user_text, &turn.assistant_text, &related).await {
-            Ok(extraction) => extraction,
+            Ok(extraction) => extraction.about_the_user(&turn.assistant_text),
             Err(error) => {
                 tracing::warn!(%error, turn = ctx.turn_id, "memory: turn not learned");
                 return;
@@ -325,8 +331,8 @@ async fn learn_local(
         };
     let mut facts: Vec<NewFact> = Vec::new();
     for text in extraction.add {
-        let known = related.iter().any(|f| f.fact.eq_ignore_ascii_case(&text))
-            || facts.iter().any(|f| f.fact.eq_ignore_ascii_case(&text));
+        let known = related.iter().any(|f| same_fact(&f.fact, &text))
+            || facts.iter().any(|f| same_fact(&f.fact, &text));
         if !known {
             facts.push(NewFact {
                 fact: text,
@@ -336,6 +342,13 @@ async fn learn_local(
         }
     }
     for (id, text) in extraction.supersede {
+        // Small models "supersede" a fact with itself: nothing changed, keep the original and its date.
+        if related
+            .iter()
+            .any(|f| f.id == id && same_fact(&f.fact, &text))
+        {
+            continue;
+        }
         // Only a current fact of this character can be replaced; anything else is a hallucinated id,
         // and the statement is still worth keeping as a new fact.
         let agent = agent_id.clone();

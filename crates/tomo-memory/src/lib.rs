@@ -12,6 +12,7 @@ mod config;
 pub mod embed;
 pub mod extract;
 mod hook;
+mod learned;
 pub mod remote;
 pub mod store;
 

@@ -23,10 +23,7 @@ pub struct RemoteMemory {
 
 impl RemoteMemory {
     pub fn line(&self) -> String {
-        match self.created_at {
-            Some(at) => format!("- {}: {}", at.format("%Y-%m-%d"), self.fact),
-            None => format!("- {}", self.fact),
-        }
+        crate::learned::line(&self.fact, self.created_at)
     }
 }
 

@@ -53,9 +53,9 @@ pub struct Fact {
 }
 
 impl Fact {
-    /// `- 2026-11-02: The user moved to Berlin.` — the line injected into the `[memory context]`.
+    /// `- 3 days ago: The user moved to Berlin.` — the line injected into the `[memory context]`.
     pub fn line(&self) -> String {
-        format!("- {}: {}", self.created_at.format("%Y-%m-%d"), self.fact)
+        crate::learned::line(&self.fact, Some(self.created_at))
     }
 }
 

@@ -34,6 +34,8 @@ async fn service_down_means_one_notice_and_turns_go_on() {
     let dir = tempfile::tempdir().unwrap();
     let up = Arc::new(AtomicBool::new(true));
     let flag = Arc::clone(&up);
+    // Learned three days ago, whatever day the test runs.
+    let learned = (chrono::Utc::now() - chrono::Duration::days(3)).to_rfc3339();
     let service = TinyServer::start(Arc::new(move |seen| {
         if !flag.load(Ordering::SeqCst) {
             return (503, json!({"error": "maintenance"}));
@@ -42,7 +44,7 @@ async fn service_down_means_one_notice_and_turns_go_on() {
             (
                 200,
                 json!({"memories": [
-                    {"id": "m1", "memory": "The user plays the cello.", "created_at": "2026-11-02T10:00:00Z"}
+                    {"id": "m1", "memory": "The user plays the cello.", "created_at": learned}
                 ]}),
             )
         } else {
@@ -106,7 +108,7 @@ async fn service_down_means_one_notice_and_turns_go_on() {
     assert!(hook_failures(&events).is_empty());
     let last = last_user_message(&llm.requests()[4]);
     assert!(
-        memory_block(&last).contains("- 2026-11-02: The user plays the cello."),
+        memory_block(&last).contains("- 3 days ago: The user plays the cello."),
         "{last}"
     );
     chat.stop().await;

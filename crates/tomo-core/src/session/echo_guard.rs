@@ -167,7 +167,7 @@ mod tests {
     use super::*;
 
     const ECHO: &str = "[memory context]\nThe local time now: 2026-12-01 17:15 (Tuesday), UTC+00:00.\n\n\
-                        Things you remember about the user (date learned):\n- 2026-12-01: The user's cat \
+                        Things you remember about the user (when you learned them):\n- today: The user's cat \
                         is called Mochi\n[/memory context]\n\nThe user's cat is called Mochi.";
 
     #[test]
