@@ -67,6 +67,10 @@ pub struct VoiceBenchArgs {
     /// The scripted reply (default: a short first sentence, then a longer one with a comma).
     #[arg(long)]
     pub answer: Option<String>,
+    /// With --device: answer with the profile's own LLM (the embedded brain for the shipped characters)
+    /// instead of the scripted one, and keep its plugins: what a fresh install sounds like.
+    #[arg(long, requires = "device", conflicts_with = "answer")]
+    pub brain: bool,
 }
 
 fn parse_engine(name: &str) -> Result<TtsEngine, String> {

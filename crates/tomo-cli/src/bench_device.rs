@@ -40,7 +40,9 @@ pub async fn run(
     args: VoiceBenchArgs,
     mut profile: tomo_config::profile::Profile,
 ) -> anyhow::Result<()> {
-    profile.plugins.enabled.clear();
+    if !args.brain {
+        profile.plugins.enabled.clear();
+    }
     let reply = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
     let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
     let scratch = tempfile::tempdir()?;
@@ -52,14 +54,20 @@ pub async fn run(
     let per = Duration::from_millis(args.token_ms);
     // Several replies per turn: a request started in a pause the speaker then talks through is dropped,
     // and it has taken a reply.
-    let server = ScriptedServer::start(
-        (0..args.n * 8 + 1)
-            .map(|_| script::text_reply_with_delay(&reply, first, per))
-            .collect(),
-    )
-    .await?;
+    let server = if args.brain {
+        None
+    } else {
+        Some(
+            ScriptedServer::start(
+                (0..args.n * 8 + 1)
+                    .map(|_| script::text_reply_with_delay(&reply, first, per))
+                    .collect(),
+            )
+            .await?,
+        )
+    };
     let flags = SessionFlags {
-        llm_base_url: Some(server.base_url()),
+        llm_base_url: server.as_ref().map(ScriptedServer::base_url),
         data_dir: Some(scratch.path().join("data")),
         ..SessionFlags::default()
     };
@@ -70,6 +78,7 @@ pub async fn run(
     } else {
         Duplex::Auto
     };
+    let plugins = profile.plugins.enabled.clone();
     let full_duplex = duplex == Duplex::Full || profile.asr.interrupt && duplex == Duplex::Auto;
     let (session, mut events) = SessionBuilder::new(&args.profile, profile)
         .env(flags.env_options())
@@ -80,6 +89,9 @@ pub async fn run(
         .await?;
     if session.microphone.is_none() {
         bail!("the session has no microphone (start a sound device, e.g. scripts/pulse-null.sh)");
+    }
+    if args.brain {
+        brain_warmed_up(&session).await;
     }
     let ear = Ear::start()?;
     let mouth = RodioOutput::open(None).context("no output device to play the questions on")?;
@@ -94,7 +106,7 @@ pub async fn run(
         let question = &questions[turn % questions.len()];
         let from = ear.len();
         play(&mouth, question.clone())?;
-        let answered = answer(&mut events, Duration::from_secs(40), &mut held).await;
+        let answered = answer(&mut events, Duration::from_secs(40), &mut held, args.brain).await;
         // The answer's tail and the device's buffer reach the recording a little later.
         tokio::time::sleep(Duration::from_millis(700)).await;
         let report = match answered {
@@ -129,12 +141,18 @@ pub async fn run(
     if turns.is_empty() {
         bail!("no turn could be measured at the device");
     }
+    let llm = if args.brain {
+        format!("the profile's own LLM, plugins {:?}", plugins)
+    } else {
+        format!(
+            "scripted LLM: first token after {} ms, {} ms per token",
+            args.first_token_ms, args.token_ms
+        )
+    };
     println!(
-        "voice turns at the device: {} of {} (scripted LLM: first token after {} ms, {} ms per token; voice {}; {})",
+        "voice turns at the device: {} of {} ({llm}; voice {}; {})",
         turns.len(),
         args.n,
-        args.first_token_ms,
-        args.token_ms,
         voice_used,
         if full_duplex {
             "full duplex, echo cancelled"
@@ -200,12 +218,34 @@ pub async fn run(
     );
     // Requests started in a pause the question then went on through were dropped: work (and, on a
     // cloud endpoint, cost) the early start spends.
-    println!(
-        "  LLM requests: {} for {} turns",
-        server.requests().len(),
-        args.n
-    );
+    if let Some(server) = &server {
+        println!(
+            "  LLM requests: {} for {} turns",
+            server.requests().len(),
+            args.n
+        );
+    }
     Ok(())
+}
+
+/// The embedded brain evaluates the character's prompt prefix once it has loaded (≈ 8 s on two cores);
+/// a user who speaks before that waits for it, which is the first run's cost, not a turn's.
+async fn brain_warmed_up(session: &tomo_runtime::RunningSession) {
+    let Some(brain) = session.brain() else {
+        eprintln!("the profile's LLM is not the embedded brain: no warm-up to wait for");
+        return;
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while brain.stats().warm_ups.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    if let Some(warmed) = brain.stats().warm_ups.first() {
+        eprintln!(
+            "the brain's warm-up: {} prompt tokens in {} ms",
+            warmed.prompt_tokens,
+            warmed.elapsed.as_millis()
+        );
+    }
 }
 
 /// An independent recording of the input device, as the user's ear.
@@ -291,6 +331,7 @@ async fn answer(
     events: &mut mpsc::UnboundedReceiver<EventEnvelope>,
     timeout: Duration,
     held: &mut Holds,
+    show_words: bool,
 ) -> Answered {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut report = None;
@@ -316,6 +357,14 @@ async fn answer(
                     first_audio,
                 });
             }
+            // A model's answers differ from turn to turn: what was heard and said explains the figures.
+            Event::TurnStarted { user_text, .. } if show_words => {
+                eprintln!("  heard: {user_text:?}")
+            }
+            Event::ToolCall { call, .. } if show_words => {
+                eprintln!("  tool call: {} {:?}", call.tool_name, call.status)
+            }
+            Event::TurnFinished { text, .. } if show_words => eprintln!("  answered: {text:?}"),
             Event::PlaybackDrained { .. } => {
                 if let Some(report) = report.take() {
                     return Answered::Whole(report);
