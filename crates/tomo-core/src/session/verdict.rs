@@ -147,17 +147,65 @@ pub fn verdict(transcript: &str, judging: &Judging<'_>) -> Verdict {
     if over_answer_only && !asks_to_stop {
         return Verdict::GoOn(ResumeReason::OnlyOverAnswer);
     }
-    if !asks_to_stop {
-        let own: Vec<String> = own_speech.iter().flat_map(|s| words(s)).collect();
-        let echoed = content.iter().filter(|w| own.contains(w)).count();
-        if echoed as f32 >= OWN_SHARE * content.len() as f32 {
-            return Verdict::GoOn(ResumeReason::OwnVoice);
-        }
+    if !asks_to_stop && is_own_echo(transcript, own_speech) {
+        return Verdict::GoOn(ResumeReason::OwnVoice);
     }
     if content.len() < min_words.max(1) {
         return Verdict::GoOn(ResumeReason::Backchannel);
     }
     Verdict::Yield
+}
+
+/// Whether most of the heard content words are the character's own. Compared with contractions
+/// spelled out on both sides: the character says "It is noon." and whisper writes its echo "It's noon.".
+fn is_own_echo(transcript: &str, own_speech: &[String]) -> bool {
+    let own: Vec<String> = own_speech
+        .iter()
+        .flat_map(|s| words(&spelled_out(s)))
+        .collect();
+    let content: Vec<String> = words(&spelled_out(transcript))
+        .into_iter()
+        .filter(|w| !BACKCHANNELS.contains(&w.as_str()))
+        .collect();
+    let echoed = content.iter().filter(|w| own.contains(w)).count();
+    !content.is_empty() && echoed as f32 >= OWN_SHARE * content.len() as f32
+}
+
+/// English contractions as whole words ("it's" → "it is", "don't" → "do not"); the same spelling on
+/// both sides is what matters, so "Hana's" → "Hana is" does no harm.
+fn spelled_out(text: &str) -> String {
+    const ENDINGS: &[(&str, &str)] = &[
+        ("n't", " not"),
+        ("'re", " are"),
+        ("'ve", " have"),
+        ("'ll", " will"),
+        ("'m", " am"),
+        ("'s", " is"),
+        ("'d", " would"),
+    ];
+    let mut out = String::with_capacity(text.len() + 16);
+    for token in text.split_whitespace() {
+        let token = token.replace('\u{2019}', "'");
+        let end = token.trim_end_matches(|c: char| !c.is_alphanumeric());
+        let trailing = &token[end.len()..];
+        let lower = end.to_lowercase();
+        let expanded = ENDINGS.iter().find_map(|(ending, whole)| {
+            let stem = lower.strip_suffix(ending)?;
+            (!stem.is_empty() && stem.chars().all(char::is_alphabetic))
+                .then(|| format!("{stem}{whole}"))
+        });
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        match expanded {
+            Some(words) => {
+                out.push_str(&words);
+                out.push_str(trailing);
+            }
+            None => out.push_str(&token),
+        }
+    }
+    out
 }
 
 /// Lowercase words without punctuation; hyphens and apostrophes join ("mm-hm" → "mmhm"). A run of a
@@ -359,6 +407,30 @@ mod tests {
                 &judging(&own(&["The weather tomorrow."]), 1)
             ),
             Verdict::Yield
+        );
+    }
+
+    #[test]
+    fn contractions_do_not_hide_the_characters_own_words() {
+        // The character said it in full, whisper wrote its echo contracted, and the other way round.
+        let speaking = own(&["Hmm, let me check the time.", "It is noon, time for lunch!"]);
+        assert_eq!(
+            verdict("It's noon.", &judging(&speaking, 1)),
+            Verdict::GoOn(ResumeReason::OwnVoice)
+        );
+        let speaking = own(&["I\u{2019}m sure you don't need an umbrella."]);
+        assert_eq!(
+            verdict("I am sure you do not need", &judging(&speaking, 1)),
+            Verdict::GoOn(ResumeReason::OwnVoice)
+        );
+        // The user's own contracted words still stop it.
+        assert_eq!(
+            verdict("What's the weather in Paris?", &judging(&speaking, 1)),
+            Verdict::Yield
+        );
+        assert_eq!(
+            spelled_out("'Sure,' she said. Hana's cat isn't here!"),
+            "'Sure,' she said. hana is cat is not here!"
         );
     }
 
