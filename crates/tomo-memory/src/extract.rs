@@ -95,19 +95,21 @@ pub async fn extract(
 
 impl Extraction {
     /// Drops what is not a fact about the user, as small models write it anyway: the character's own
-    /// answer copied as a "fact" ("Cats are fascinating creatures…"), or an English sentence about
+    /// answer copied as a "fact" ("Cats are fascinating creatures…"), an English sentence about
     /// something else ("The time is 21:36"), though the instructions ask for sentences about "The
-    /// user". Every kept fact is evaluated again on each turn it is recalled, so junk costs the user
-    /// time as well as the model's attention. Facts in other scripts are kept: the rule is English.
-    pub fn about_the_user(mut self, assistant_text: &str) -> Self {
-        let keep = |fact: &String| about_the_user(fact, assistant_text);
+    /// user", or one about the user that nothing the user said holds up ("The user is currently 5:32
+    /// PM on Friday", from the character's answer to "What time is it?"). Every kept fact is evaluated
+    /// again on each turn it is recalled, so junk costs the user time as well as the model's
+    /// attention. Facts in other scripts are kept: the rules are English.
+    pub fn about_the_user(mut self, user_text: &str, assistant_text: &str) -> Self {
+        let keep = |fact: &String| about_the_user(fact, user_text, assistant_text);
         self.add.retain(keep);
         self.supersede.retain(|(_, fact)| keep(fact));
         self
     }
 }
 
-fn about_the_user(fact: &str, assistant_text: &str) -> bool {
+fn about_the_user(fact: &str, user_text: &str, assistant_text: &str) -> bool {
     let plain = |s: &str| {
         s.split_whitespace()
             .collect::<Vec<_>>()
@@ -119,10 +121,63 @@ fn about_the_user(fact: &str, assistant_text: &str) -> bool {
     if fact_plain.chars().count() >= 20 && plain(assistant_text).contains(&fact_plain) {
         return false;
     }
-    !fact.is_ascii()
-        || fact_plain
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .any(|word| matches!(word, "user" | "users" | "user's"))
+    if !fact.is_ascii() {
+        return true;
+    }
+    let names_the_user = fact_plain
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '\'')
+        .any(|word| matches!(word, "user" | "users" | "user's"));
+    names_the_user && said_by_the_user(&fact_plain, user_text)
+}
+
+/// Words that say nothing of what a fact is about.
+const FILLER: &[&str] = &[
+    "the",
+    "user",
+    "users",
+    "and",
+    "for",
+    "with",
+    "has",
+    "have",
+    "had",
+    "was",
+    "are",
+    "his",
+    "her",
+    "their",
+    "they",
+    "them",
+    "themselves",
+    "that",
+    "this",
+    "from",
+    "will",
+    "would",
+    "can",
+    "about",
+    "likes",
+    "like",
+    "wants",
+    "want",
+    "currently",
+    "also",
+    "very",
+    "some",
+];
+
+/// At least one word of the fact that says what it is about comes from the user's words (compared
+/// by their first four letters: "cats" and "cat", "moved" and "move").
+fn said_by_the_user(fact_plain: &str, user_text: &str) -> bool {
+    let stem = |word: &str| word.chars().take(4).collect::<String>();
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphabetic())
+            .map(str::to_lowercase)
+            .filter(|w| w.chars().count() >= 3 && !FILLER.contains(&w.as_str()))
+            .collect()
+    };
+    let said: Vec<String> = words(user_text).iter().map(|w| stem(w)).collect();
+    words(fact_plain).iter().any(|w| said.contains(&stem(w)))
 }
 
 /// Lenient parse of the extractor's answer.
@@ -287,9 +342,10 @@ mod tests {
             "用户的猫叫小白。",
             "The User lives in Berlin."
         ], "supersede": [{"id": 3, "fact": "Dogs are loyal."}, {"id": 4, "fact": "The user moved to Paris."}]}"#;
+        let user = "My cat Mochi loves cats; I moved to Berlin, then Paris. 我的猫叫小白。";
         let said =
             "[joy] Cats are fascinating creatures with unique personalities.  They love to play.";
-        let kept = parse_extraction(answer).unwrap().about_the_user(said);
+        let kept = parse_extraction(answer).unwrap().about_the_user(user, said);
         assert_eq!(
             kept.add,
             vec![
@@ -306,8 +362,34 @@ mod tests {
         // A short fact that happens to be in the answer is still the user's.
         let echoed = parse_extraction(r#"{"add": ["The user has a cat."]}"#)
             .unwrap()
-            .about_the_user("I know the user has a cat.");
+            .about_the_user("I have a cat.", "I know the user has a cat.");
         assert_eq!(echoed.add, vec!["The user has a cat."]);
+    }
+
+    #[test]
+    fn a_fact_about_the_user_needs_the_users_own_words() {
+        // What Qwen2.5-Coder-1.5B stored after "What time is it right now?" and a water reminder.
+        let answer = r#"{"add": [
+            "The user is currently 5:32 PM on Friday, December 4th, 2026.",
+            "The user likes water",
+            "The user wants to be reminded to drink water."
+        ]}"#;
+        let kept = parse_extraction(answer).unwrap().about_the_user(
+            "What time is it right now?",
+            "It is currently 5:32 PM on Friday.",
+        );
+        assert!(kept.add.is_empty(), "{:?}", kept.add);
+        let kept = parse_extraction(answer).unwrap().about_the_user(
+            "Can you remind me to drink some water?",
+            "Sure! Drinking water keeps you fresh.",
+        );
+        assert_eq!(
+            kept.add,
+            vec![
+                "The user likes water",
+                "The user wants to be reminded to drink water."
+            ]
+        );
     }
 
     #[test]

@@ -323,7 +323,7 @@ async fn learn_local(
     };
     let extraction =
         match extract::extract(llm, &turn.user_text, &turn.assistant_text, &related).await {
-            Ok(extraction) => extraction.about_the_user(&turn.assistant_text),
+            Ok(extraction) => extraction.about_the_user(&turn.user_text, &turn.assistant_text),
             Err(error) => {
                 tracing::warn!(%error, turn = ctx.turn_id, "memory: turn not learned");
                 return;
