@@ -21,6 +21,7 @@ use tomo_protocol::{ErrorCode, Event, LlmEngineKind, Op};
 use tomo_testkit::{ScriptedServer, script};
 
 use support::session::{collect_until, environment, is_idle, say, start, write_profile};
+use support::voice;
 
 /// Warm-ups seen by the "embedded" models: (model, messages as JSON, tool names).
 type Seen = Arc<Mutex<Vec<(String, serde_json::Value, Vec<String>)>>>;
@@ -228,6 +229,54 @@ async fn the_embedded_preset_warms_the_prefix_at_load_and_after_each_turn() {
         // The request that was sent starts with exactly what was warmed at load.
         let at_load = seen[0].1.as_array().unwrap();
         assert_eq!(&sent.as_array().unwrap()[..at_load.len()], &at_load[..]);
+    }
+    session.send(Op::Shutdown).await.unwrap();
+    session.join().await;
+}
+
+#[tokio::test]
+async fn on_speakers_the_next_prefix_is_warmed_once_the_answer_was_heard() {
+    let server = ScriptedServer::start(vec![script::text_reply("[joy] Heard to the end.")])
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let profile = write_profile(dir.path(), "hana.toml", "Hana", "hana", &server.base_url());
+    let seen: Seen = Arc::default();
+    let speakers = Arc::new(voice::Speakers::default());
+    let (session, mut events) = start(
+        &profile,
+        env_with(dir.path(), &server, &seen),
+        speakers.clone(),
+    )
+    .await;
+    collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
+    session
+        .send(Op::SetLlm {
+            engine: LlmEngineKind::Embedded,
+            base_url: String::new(),
+            model: "tiny".into(),
+            api_key_env: None,
+        })
+        .await
+        .unwrap();
+    collect_until(&mut events, |e| matches!(e, Event::LlmChanged { .. })).await;
+    wait_for_warm_ups(&seen, 1).await;
+
+    say(&session, "tell me").await;
+    collect_until(&mut events, |e| matches!(e, Event::TurnFinished { .. })).await;
+    // The answer is written but still playing: it is not in the history yet, and a prefix warmed
+    // now would leave the next turn evaluating it again.
+    speakers.play_to_the_end();
+    collect_until(&mut events, is_idle).await;
+    wait_for_warm_ups(&seen, 2).await;
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2, "one warm-up after the turn");
+        let after = seen[1].1.as_array().unwrap();
+        assert_eq!(
+            after.last().unwrap(),
+            &json!({"role": "assistant", "content": "[joy] Heard to the end."})
+        );
     }
     session.send(Op::Shutdown).await.unwrap();
     session.join().await;
