@@ -32,7 +32,7 @@ pub enum BenchCommand {
 
 #[derive(Debug, Args)]
 pub struct VoiceBenchArgs {
-    /// Character whose ASR/TTS settings are used (its plugins are disabled for the run).
+    /// Character whose ASR/TTS settings are used (its plugins are disabled for the run, unless `--brain`).
     #[arg(long, short, default_value = "profiles/hana.toml")]
     pub profile: std::path::PathBuf,
     /// Number of turns.

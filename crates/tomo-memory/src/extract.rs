@@ -167,17 +167,46 @@ const FILLER: &[&str] = &[
 ];
 
 /// At least one word of the fact that says what it is about comes from the user's words (compared
-/// by their first four letters: "cats" and "cat", "moved" and "move").
+/// by their first four letters: "cats" and "cat", "moved" and "move"; numbers whole: "34"). Only
+/// when the user spoke English: an English fact from "我养了一只猫" or "Ich habe eine Katze" shares no
+/// word with it.
 fn said_by_the_user(fact_plain: &str, user_text: &str) -> bool {
+    if !mostly_english(user_text) {
+        return true;
+    }
     let stem = |word: &str| word.chars().take(4).collect::<String>();
     let words = |text: &str| -> Vec<String> {
-        text.split(|c: char| !c.is_alphabetic())
+        text.split(|c: char| !c.is_alphanumeric())
             .map(str::to_lowercase)
-            .filter(|w| w.chars().count() >= 3 && !FILLER.contains(&w.as_str()))
+            .filter(|w| {
+                let number = !w.is_empty() && w.chars().all(|c| c.is_ascii_digit());
+                (number || w.chars().count() >= 3) && !FILLER.contains(&w.as_str())
+            })
             .collect()
     };
     let said: Vec<String> = words(user_text).iter().map(|w| stem(w)).collect();
     words(fact_plain).iter().any(|w| said.contains(&stem(w)))
+}
+
+/// Nearly all letters ASCII and one of the commonest English words there: German or French in ASCII
+/// letters is not judged.
+fn mostly_english(text: &str) -> bool {
+    const COMMON: &[&str] = &[
+        "i", "i'm", "my", "me", "the", "a", "an", "is", "am", "are", "you", "it", "to", "and",
+        "of", "in", "what", "can", "do", "have", "was", "we", "your", "that", "this", "for", "on",
+        "with",
+    ];
+    let (ascii, letters) = text
+        .chars()
+        .filter(|c| c.is_alphabetic())
+        .fold((0usize, 0usize), |(ascii, all), c| {
+            (ascii + usize::from(c.is_ascii()), all + 1)
+        });
+    ascii * 10 >= letters * 9
+        && text
+            .split(|c: char| !c.is_alphanumeric() && c != '\'')
+            .map(str::to_lowercase)
+            .any(|w| COMMON.contains(&w.as_str()))
 }
 
 /// Lenient parse of the extractor's answer.
@@ -312,11 +341,12 @@ fn fact_text(item: &Value) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-/// The fact without dates copied from the stored facts' listing: `The user likes tea. (2026-12-03)`.
+/// The fact without dates copied from the stored facts' listing: `The user likes tea. (2026-12-03)`,
+/// or `(learned 2026-12-03)` as the listing writes it.
 fn without_dates(mut text: &str) -> &str {
     while let Some(rest) = text.strip_suffix(')')
         && let Some((before, inside)) = rest.rsplit_once('(')
-        && is_date(inside.trim())
+        && is_date(inside.trim().trim_start_matches("learned").trim())
     {
         text = before.trim_end();
     }
@@ -389,12 +419,22 @@ mod tests {
                 "The user likes water",
                 "The user wants to be reminded to drink water."
             ]
-        );
+        ); // Numbers are words too, and a user who spoke another language is not judged by English.
+        let age = r#"{"add": ["The user is 34 years old."]}"#;
+        let kept = parse_extraction(age)
+            .unwrap()
+            .about_the_user("I turned 34 today!", "Happy birthday!");
+        assert_eq!(kept.add, vec!["The user is 34 years old."]);
+        let cat = r#"{"add": ["The user has a cat."]}"#;
+        for user in ["我养了一只猫。", "Ich habe eine Katze."] {
+            let kept = parse_extraction(cat).unwrap().about_the_user(user, "");
+            assert_eq!(kept.add, vec!["The user has a cat."], "{user}");
+        }
     }
 
     #[test]
     fn dates_copied_from_the_listing_are_not_part_of_a_fact() {
-        let answer = r#"{"add": ["The user asks for water reminders (2026-12-03)"],
+        let answer = r#"{"add": ["The user asks for water reminders (learned 2026-12-03)"],
             "supersede": [{"id": 2, "fact": "The user likes cats. (2026-12-03) (2026-12-02)"}]}"#;
         let parsed = parse_extraction(answer).unwrap();
         assert_eq!(parsed.add, vec!["The user asks for water reminders"]);

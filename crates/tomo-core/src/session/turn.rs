@@ -173,24 +173,25 @@ async fn execute(
             // history: on speakers that is when it has been heard, and a prefix warmed without it
             // left the next turn evaluating the whole answer again while the user waited (≈ 1 s for
             // a 50-token answer on two cores).
-            let compact = async {
-                tokio::select! {
-                    () = cancel.cancelled() => false,
-                    () = character.compact_history(turn_id) => true,
-                }
-            };
             // Detached: the turn (and the state's return to Idle) does not wait for it.
             let warm_next = || {
                 let character = Arc::clone(character);
                 tokio::spawn(async move { super::warm::next_prefix(&character).await });
             };
+            let compact = async {
+                let compacted = tokio::select! {
+                    () = cancel.cancelled() => false,
+                    () = character.compact_history(turn_id) => true,
+                };
+                if compacted && !heard_later {
+                    warm_next();
+                }
+                compacted
+            };
             let (heard, compacted) = tokio::join!(
                 finish_output(character, sink, turn_id, turn, hook_ctx, cancel, reporter),
                 compact
             );
-            if compacted && !heard_later {
-                warm_next();
-            }
             if heard_later {
                 match heard {
                     Heard::All => save_transcript(

@@ -157,23 +157,36 @@ pub fn verdict(transcript: &str, judging: &Judging<'_>) -> Verdict {
 }
 
 /// Whether most of the heard content words are the character's own. Compared with contractions
-/// spelled out on both sides: the character says "It is noon." and whisper writes its echo "It's noon.".
+/// spelled out on both sides (the character says "It is noon." and whisper writes its echo "It's
+/// noon.") and without the little words a contraction stands for ("is", "not", …): they are in most
+/// sentences, and counting them would make "It's not sunny here." over "it is not going to rain" the
+/// character's own.
 fn is_own_echo(transcript: &str, own_speech: &[String]) -> bool {
-    let own: Vec<String> = own_speech
-        .iter()
-        .flat_map(|s| words(&spelled_out(s)))
-        .collect();
-    let content: Vec<String> = words(&spelled_out(transcript))
-        .into_iter()
-        .filter(|w| !BACKCHANNELS.contains(&w.as_str()))
-        .collect();
+    let weighed = |text: &str| -> Vec<String> {
+        words(&spelled_out(text))
+            .into_iter()
+            .filter(|w| !BACKCHANNELS.contains(&w.as_str()) && !CONTRACTED.contains(&w.as_str()))
+            .collect()
+    };
+    let own: Vec<String> = own_speech.iter().flat_map(|s| weighed(s)).collect();
+    let content = weighed(transcript);
     let echoed = content.iter().filter(|w| own.contains(w)).count();
     !content.is_empty() && echoed as f32 >= OWN_SHARE * content.len() as f32
 }
 
+/// The words English contractions stand for ("it's", "don't", "we'll"): left out of the comparison.
+const CONTRACTED: &[&str] = &[
+    "is", "am", "are", "not", "will", "shall", "have", "would", "do", "does", "did", "can",
+];
+
 /// English contractions as whole words ("it's" → "it is", "don't" → "do not"); the same spelling on
 /// both sides is what matters, so "Hana's" → "Hana is" does no harm.
 fn spelled_out(text: &str) -> String {
+    const IRREGULAR: &[(&str, &str)] = &[
+        ("can't", "can not"),
+        ("won't", "will not"),
+        ("shan't", "shall not"),
+    ];
     const ENDINGS: &[(&str, &str)] = &[
         ("n't", " not"),
         ("'re", " are"),
@@ -189,10 +202,16 @@ fn spelled_out(text: &str) -> String {
         let end = token.trim_end_matches(|c: char| !c.is_alphanumeric());
         let trailing = &token[end.len()..];
         let lower = end.to_lowercase();
-        let expanded = ENDINGS.iter().find_map(|(ending, whole)| {
-            let stem = lower.strip_suffix(ending)?;
-            (!stem.is_empty() && stem.chars().all(char::is_alphabetic))
-                .then(|| format!("{stem}{whole}"))
+        let irregular = IRREGULAR
+            .iter()
+            .find(|(short, _)| *short == lower)
+            .map(|(_, whole)| (*whole).to_owned());
+        let expanded = irregular.or_else(|| {
+            ENDINGS.iter().find_map(|(ending, whole)| {
+                let stem = lower.strip_suffix(ending)?;
+                (!stem.is_empty() && stem.chars().all(char::is_alphabetic))
+                    .then(|| format!("{stem}{whole}"))
+            })
         });
         if !out.is_empty() {
             out.push(' ');
@@ -423,11 +442,22 @@ mod tests {
             verdict("I am sure you do not need", &judging(&speaking, 1)),
             Verdict::GoOn(ResumeReason::OwnVoice)
         );
-        // The user's own contracted words still stop it.
+        // The user's own contracted words still stop it, also when they share the little words.
         assert_eq!(
             verdict("What's the weather in Paris?", &judging(&speaking, 1)),
             Verdict::Yield
         );
+        let speaking = own(&["It is sunny in Paris today, so it is not going to rain."]);
+        assert_eq!(
+            verdict("It's not sunny here.", &judging(&speaking, 1)),
+            Verdict::Yield
+        );
+        let speaking = own(&["You cannot miss it, it will not rain."]);
+        assert_eq!(
+            verdict("You can't miss it.", &judging(&speaking, 1)),
+            Verdict::GoOn(ResumeReason::OwnVoice)
+        );
+        assert_eq!(spelled_out("Won't"), "will not");
         assert_eq!(
             spelled_out("'Sure,' she said. Hana's cat isn't here!"),
             "'Sure,' she said. hana is cat is not here!"
