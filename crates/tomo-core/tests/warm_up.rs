@@ -115,6 +115,16 @@ fn env_with(dir: &std::path::Path, server: &ScriptedServer, seen: &Seen) -> Envi
     }
 }
 
+/// `set_llm` to the embedded brain's `model`.
+fn embedded(model: &str) -> Op {
+    Op::SetLlm {
+        engine: LlmEngineKind::Embedded,
+        base_url: String::new(),
+        model: model.into(),
+        api_key_env: None,
+    }
+}
+
 async fn wait_for_warm_ups(seen: &Seen, count: usize) {
     tokio::time::timeout(Duration::from_secs(10), async {
         while seen.lock().unwrap().len() < count {
@@ -151,15 +161,7 @@ async fn the_embedded_preset_warms_the_prefix_at_load_and_after_each_turn() {
     );
 
     // An unknown embedded model: refused by the brain, the endpoint stays.
-    session
-        .send(Op::SetLlm {
-            engine: LlmEngineKind::Embedded,
-            base_url: String::new(),
-            model: "huge".into(),
-            api_key_env: None,
-        })
-        .await
-        .unwrap();
+    session.send(embedded("huge")).await.unwrap();
     let refused = collect_until(&mut events, |e| matches!(e, Event::Error { .. })).await;
     assert!(matches!(
         &refused.last().unwrap().event,
@@ -182,15 +184,7 @@ async fn the_embedded_preset_warms_the_prefix_at_load_and_after_each_turn() {
         Event::Error { code: ErrorCode::Profile, message, .. } if message.contains("takes no `base_url`")
     ));
 
-    session
-        .send(Op::SetLlm {
-            engine: LlmEngineKind::Embedded,
-            base_url: String::new(),
-            model: "tiny".into(),
-            api_key_env: None,
-        })
-        .await
-        .unwrap();
+    session.send(embedded("tiny")).await.unwrap();
     let changed = collect_until(&mut events, |e| matches!(e, Event::LlmChanged { .. })).await;
     assert_eq!(
         changed.last().unwrap().event,
@@ -250,15 +244,7 @@ async fn on_speakers_the_next_prefix_is_warmed_once_the_answer_was_heard() {
     )
     .await;
     collect_until(&mut events, |e| matches!(e, Event::SessionReady { .. })).await;
-    session
-        .send(Op::SetLlm {
-            engine: LlmEngineKind::Embedded,
-            base_url: String::new(),
-            model: "tiny".into(),
-            api_key_env: None,
-        })
-        .await
-        .unwrap();
+    session.send(embedded("tiny")).await.unwrap();
     collect_until(&mut events, |e| matches!(e, Event::LlmChanged { .. })).await;
     wait_for_warm_ups(&seen, 1).await;
 

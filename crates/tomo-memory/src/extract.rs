@@ -6,7 +6,7 @@
 use serde_json::Value;
 use tomo_llm::{ChatMessage, LlmClient};
 
-use crate::store::Fact;
+use crate::store::{Fact, STOP_WORDS};
 
 /// What the extractor decided.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -110,13 +110,6 @@ impl Extraction {
 }
 
 fn about_the_user(fact: &str, user_text: &str, assistant_text: &str) -> bool {
-    let plain = |s: &str| {
-        s.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .trim_end_matches('.')
-            .to_lowercase()
-    };
     let fact_plain = plain(fact);
     if fact_plain.chars().count() >= 20 && plain(assistant_text).contains(&fact_plain) {
         return false;
@@ -130,34 +123,24 @@ fn about_the_user(fact: &str, user_text: &str, assistant_text: &str) -> bool {
     names_the_user && said_by_the_user(&fact_plain, user_text)
 }
 
-/// Words that say nothing of what a fact is about.
-const FILLER: &[&str] = &[
-    "the",
-    "user",
+/// A statement compared whatever its spacing, case or final full stop.
+pub(crate) fn plain(text: &str) -> String {
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_end_matches('.')
+        .trim_end()
+        .to_lowercase()
+}
+
+/// Words of a fact that say nothing of what it is about, besides the search's stop words.
+const FACT_FILLER: &[&str] = &[
     "users",
-    "and",
-    "for",
-    "with",
-    "has",
-    "have",
-    "had",
-    "was",
     "are",
     "his",
     "her",
-    "their",
-    "they",
-    "them",
     "themselves",
-    "that",
-    "this",
-    "from",
-    "will",
-    "would",
-    "can",
-    "about",
     "likes",
-    "like",
     "wants",
     "want",
     "currently",
@@ -180,7 +163,9 @@ fn said_by_the_user(fact_plain: &str, user_text: &str) -> bool {
             .map(str::to_lowercase)
             .filter(|w| {
                 let number = !w.is_empty() && w.chars().all(|c| c.is_ascii_digit());
-                (number || w.chars().count() >= 3) && !FILLER.contains(&w.as_str())
+                (number || w.chars().count() >= 3)
+                    && !STOP_WORDS.contains(&w.as_str())
+                    && !FACT_FILLER.contains(&w.as_str())
             })
             .collect()
     };

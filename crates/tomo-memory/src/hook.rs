@@ -220,10 +220,9 @@ impl Hook for MemoryHook {
     }
 }
 
-/// The same statement, whatever its case or final full stop.
+/// The same statement, whatever its spacing, case or final full stop.
 fn same_fact(a: &str, b: &str) -> bool {
-    let plain = |s: &str| s.trim().trim_end_matches('.').trim_end().to_lowercase();
-    plain(a) == plain(b)
+    extract::plain(a) == extract::plain(b)
 }
 
 fn format_block(lines: impl Iterator<Item = String>) -> Option<String> {

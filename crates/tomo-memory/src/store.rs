@@ -351,7 +351,7 @@ impl MemoryStore {
 }
 
 /// Words too common to say anything about which fact is meant.
-const STOP_WORDS: &[&str] = &[
+pub(crate) const STOP_WORDS: &[&str] = &[
     "the", "and", "you", "your", "are", "was", "were", "what", "who", "how", "why", "when",
     "where", "did", "does", "that", "this", "with", "for", "have", "has", "had", "about", "from",
     "can", "could", "would", "should", "will", "tell", "know", "there", "their", "they", "them",
