@@ -19,7 +19,7 @@ use tomo_protocol::Op;
 use tomo_speech::asr::{AsrError, SpeechToText, Stale};
 
 use crate::notices::{Notice, Notify};
-use crate::recognizing::Recognizing;
+use crate::recognizing::{AfterRecognition, Recognizing};
 
 /// Work for the recognizer.
 #[derive(Debug)]
@@ -69,9 +69,15 @@ pub struct AsrJobs {
 }
 
 impl AsrJobs {
-    /// Whether the worker is recognising something (for a decision that should not compete with it).
-    pub fn recognizing(&self) -> Recognizing {
-        self.recognizing.clone()
+    /// The end-of-turn `model`, asked once the recognition of the pause is done and weighed with its
+    /// words.
+    pub fn end_of_turn(&self, model: Box<dyn tomo_audio::EndOfTurn + Send>) -> AfterRecognition {
+        AfterRecognition::new(
+            model,
+            self.recognizing.clone(),
+            Arc::clone(&self.went_on),
+            AfterRecognition::CAP,
+        )
     }
 
     pub fn send(&self, job: AsrJob) -> Result<(), SendError<AsrJob>> {
@@ -148,6 +154,7 @@ fn serve(
             } => {
                 let counter = Arc::clone(went_on);
                 let stale: Stale = Arc::new(move || counter.load(Ordering::SeqCst) != at);
+                recognizing.forget_pause();
                 // Anything newer already queued, or the speaker already went on: skip it.
                 if !queue.is_empty() || stale() {
                     speculation = None;
@@ -176,6 +183,9 @@ fn serve(
                 // The session may start the answer for these words while the end of the turn is
                 // still being decided (unless newer audio already made them stale). No words are said
                 // too: speech over the character's answer that was only a cough lets it go on at once.
+                if let Ok(words) = &text {
+                    recognizing.heard_in_pause(at, words);
+                }
                 queue.extend(jobs.try_iter());
                 if let Ok(words) = &text
                     && queue.is_empty()
@@ -205,6 +215,7 @@ fn serve(
                 decided,
                 over_answer_only,
             } => {
+                recognizing.forget_pause();
                 let now = went_on.load(Ordering::SeqCst);
                 let reused = speculation.take().filter(|s| s.matches(&segment, now));
                 let text = match reused {
@@ -354,6 +365,30 @@ mod tests {
             ops.push(op);
         }
         ops
+    }
+
+    /// Runs the worker over `jobs` with `recognizing` until they are done.
+    fn serve_with(asr: &Counting, recognizing: &Recognizing, jobs: Vec<AsrJob>) {
+        let (tx, rx) = channel();
+        for job in jobs {
+            tx.send(job).unwrap();
+        }
+        drop(tx);
+        let (ops_tx, _ops_rx) = mpsc::channel(8);
+        serve(asr, &rx, &Arc::default(), recognizing, &ops_tx, &|_| {});
+    }
+
+    #[test]
+    fn the_pause_words_are_there_for_the_end_of_turn_until_the_turn_ends() {
+        let asr = Counting::default();
+        let recognizing = Recognizing::default();
+        serve_with(&asr, &recognizing, vec![speculate(2_500, 1_000)]);
+        assert_eq!(
+            recognizing.words_of_this_pause(0).as_deref(),
+            Some("2500 samples")
+        );
+        serve_with(&asr, &recognizing, vec![last_speculation_then_final(1_000)]);
+        assert_eq!(recognizing.words_of_this_pause(0), None);
     }
 
     #[test]

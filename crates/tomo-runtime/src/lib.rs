@@ -13,6 +13,7 @@ pub mod notices;
 pub mod paths;
 mod recognizing;
 pub mod trust;
+pub mod turn_words;
 pub mod voice;
 
 pub use brain::{Brain, BrainProgress, BrainStats};

@@ -5,7 +5,8 @@
 //! half-duplex mode; the user's voice interrupts only once the barge-in gate has heard real words (a
 //! cough, a "mm-hm" or the character's own residual echo does not). Recognition starts speculatively at
 //! the first pause, and the end-of-turn model is asked once it is done (`recognizing.rs`), so the two do
-//! not slow each other down and the transcript is there when the end of the turn is decided.
+//! not slow each other down and the transcript is there when the end of the turn is decided: how the
+//! pause's words end weighs the model's answer (`turn_words.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,7 +24,6 @@ use tomo_speech::asr::SpeechToText;
 
 use crate::asr_worker::{AsrJob, AsrJobs, spawn_asr};
 use crate::notices::{Notice, Notify};
-use crate::recognizing::AfterRecognition;
 use crate::voice;
 
 /// Shared switches the front end reads on every frame.
@@ -127,11 +127,7 @@ pub fn start_listening(
     let mut segmenter = Segmenter::new(listener.vad, &voice::segmenter_config());
     if let Some(model) = listener.end_of_turn {
         // Asked once the pause's recognition is done: beside it, both would run slower.
-        segmenter = segmenter.with_end_of_turn(Box::new(AfterRecognition::new(
-            model,
-            asr.recognizing(),
-            AfterRecognition::CAP,
-        )));
+        segmenter = segmenter.with_end_of_turn(Box::new(asr.end_of_turn(model)));
     }
     let gate = BargeInGate::new(&listener.barge_in);
     // Named, so a profile of the idle app tells the VAD's thread from the async runtime's.

@@ -9,12 +9,16 @@
 //! listening thread waits with it: frames queue (64 of them, 2 s, against a wait of at most
 //! [`AfterRecognition::CAP`]), and a resumption or a cut-in is heard when they are read, right after.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tomo_audio::{EndOfTurn, TurnError};
 
-/// How many recognitions are running, for whoever wants to wait until none is.
+use crate::turn_words::{weigh, words_end};
+
+/// How many recognitions are running, for whoever wants to wait until none is, and the words of the
+/// latest pause.
 #[derive(Debug, Clone, Default)]
 pub struct Recognizing(Arc<Count>);
 
@@ -23,6 +27,15 @@ struct Count {
     running: Mutex<u32>,
     /// Signalled when the count falls to zero.
     ended: Condvar,
+    pause_words: Mutex<Option<PauseWords>>,
+}
+
+/// What the recognizer heard up to a pause.
+#[derive(Debug)]
+struct PauseWords {
+    /// The count of times the speaker went on (`AsrJobs::speech_went_on`) when the pause was offered.
+    went_on_at: u64,
+    text: String,
 }
 
 /// A recognition in progress; it ends when this is dropped.
@@ -41,6 +54,35 @@ impl Recognizing {
     pub fn begin(&self) -> Running {
         *self.count() += 1;
         Running(self.clone())
+    }
+
+    fn pause_slot(&self) -> std::sync::MutexGuard<'_, Option<PauseWords>> {
+        self.0
+            .pause_words
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The words of the utterance up to a pause offered when the speaker had gone on `went_on_at` times.
+    pub fn heard_in_pause(&self, went_on_at: u64, text: &str) {
+        *self.pause_slot() = Some(PauseWords {
+            went_on_at,
+            text: text.to_owned(),
+        });
+    }
+
+    /// The utterance ended, or a newer pause is being recognised: the words heard are no longer its.
+    pub fn forget_pause(&self) {
+        *self.pause_slot() = None;
+    }
+
+    /// The words of the current pause: heard, and the speaker has not gone on since (`went_on` is the
+    /// count now).
+    pub(crate) fn words_of_this_pause(&self, went_on: u64) -> Option<String> {
+        self.pause_slot()
+            .as_ref()
+            .filter(|words| words.went_on_at == went_on)
+            .map(|words| words.text.clone())
     }
 
     /// Whether a recognition is running now.
@@ -81,10 +123,13 @@ impl Drop for Running {
 
 /// The end-of-turn model, asked once the running recognition is done (or after `cap`, so a long
 /// recognition of a long utterance cannot hold the decision, and the microphone's frames, for long:
-/// they queue meanwhile and are heard right after).
+/// they queue meanwhile and are heard right after). Its answer is weighed with how the pause's words end
+/// (`turn_words.rs`), when they are the current pause's.
 pub struct AfterRecognition {
     model: Box<dyn EndOfTurn + Send>,
     recognizing: Recognizing,
+    /// How many times the speaker went on after a pause (the recognizer's count).
+    went_on: Arc<AtomicU64>,
     cap: Duration,
 }
 
@@ -95,10 +140,16 @@ impl AfterRecognition {
     /// this cap ends before the longest silence (288 + 500 < 960 ms; a test holds it).
     pub const CAP: Duration = Duration::from_millis(500);
 
-    pub fn new(model: Box<dyn EndOfTurn + Send>, recognizing: Recognizing, cap: Duration) -> Self {
+    pub fn new(
+        model: Box<dyn EndOfTurn + Send>,
+        recognizing: Recognizing,
+        went_on: Arc<AtomicU64>,
+        cap: Duration,
+    ) -> Self {
         Self {
             model,
             recognizing,
+            went_on,
             cap,
         }
     }
@@ -117,7 +168,14 @@ impl EndOfTurn for AfterRecognition {
                 "recognition still running; the end-of-turn model asked beside it"
             );
         }
-        self.model.probability_done(utterance)
+        let heard = self.model.probability_done(utterance)?;
+        let words = self
+            .recognizing
+            .words_of_this_pause(self.went_on.load(Ordering::SeqCst));
+        let ending = words.as_deref().and_then(words_end);
+        let weighed = weigh(heard, ending);
+        tracing::debug!(heard, ?ending, weighed, "end of turn from sound and words");
+        Ok(weighed)
     }
 }
 
@@ -170,8 +228,54 @@ mod tests {
             recognizing: recognizing.clone(),
             calls,
         };
-        let after = AfterRecognition::new(Box::new(model), recognizing.clone(), cap);
+        let after =
+            AfterRecognition::new(Box::new(model), recognizing.clone(), Arc::default(), cap);
         (after, asked)
+    }
+
+    /// A model that always says `probability`.
+    struct Says(f32);
+
+    impl EndOfTurn for Says {
+        fn probability_done(&mut self, _: &[f32]) -> Result<f32, TurnError> {
+            Ok(self.0)
+        }
+    }
+
+    fn judged(model_says: f32, recognizing: &Recognizing, went_on: &Arc<AtomicU64>) -> f32 {
+        let mut after = AfterRecognition::new(
+            Box::new(Says(model_says)),
+            recognizing.clone(),
+            Arc::clone(went_on),
+            Duration::ZERO,
+        );
+        after.probability_done(&[0.0; 512]).unwrap()
+    }
+
+    #[test]
+    fn the_pause_words_weigh_the_models_answer() {
+        let recognizing = Recognizing::default();
+        let went_on = Arc::new(AtomicU64::new(3));
+        assert_eq!(judged(0.3, &recognizing, &went_on), 0.3, "no words yet");
+        recognizing.heard_in_pause(3, "Tell me something nice about cats.");
+        assert!(judged(0.3, &recognizing, &went_on) >= 0.9, "finished words");
+        recognizing.heard_in_pause(3, "So yesterday I went to the...");
+        assert!(
+            judged(0.97, &recognizing, &went_on) < 0.5,
+            "unfinished words"
+        );
+    }
+
+    #[test]
+    fn words_of_an_earlier_pause_or_utterance_do_not_count() {
+        let recognizing = Recognizing::default();
+        let went_on = Arc::new(AtomicU64::new(0));
+        recognizing.heard_in_pause(0, "So yesterday I went to the...");
+        went_on.fetch_add(1, Ordering::SeqCst); // the speaker went on after that pause
+        assert_eq!(judged(0.97, &recognizing, &went_on), 0.97);
+        recognizing.heard_in_pause(1, "Could you play some music?");
+        recognizing.forget_pause(); // the utterance ended
+        assert_eq!(judged(0.3, &recognizing, &went_on), 0.3);
     }
 
     #[test]
