@@ -295,7 +295,9 @@ pub struct AsrConfig {
     pub interrupt: bool,
     /// Speech over the answer stops its audio at once; the answer goes on where it stopped unless the
     /// user said at least this many words that are neither a listening sound or acknowledgement
-    /// ("mm-hm", "yeah", "嗯") nor the character's own words.
+    /// ("mm-hm", "yeah", "嗯") nor the character's own words, or a word asking it to stop ("wait",
+    /// "stop", "no", "等等", …). Two by default: whisper makes single words of hums and noises ("What?",
+    /// "You"), and a listener's one-word reaction ("Really?") is not a request for the floor.
     #[schemars(range(min = 1, max = 20))]
     pub interrupt_min_words: u32,
 }
@@ -308,7 +310,7 @@ impl Default for AsrConfig {
             language: None,
             input_device: None,
             interrupt: true,
-            interrupt_min_words: 1,
+            interrupt_min_words: 2,
         }
     }
 }

@@ -249,7 +249,7 @@ fn llm_value_ranges() {
 fn interrupting_is_on_by_default_and_its_word_count_is_checked() {
     let asr = parse(MINIMAL).unwrap().profile.asr;
     assert!(asr.interrupt);
-    assert_eq!(asr.interrupt_min_words, 1);
+    assert_eq!(asr.interrupt_min_words, 2);
     let text = format!("{MINIMAL}\n[asr]\ninterrupt = false\ninterrupt_min_words = 0\n");
     let d = invalid(parse(&text));
     assert_eq!(places(&d), [(Error, 11, 23, "asr.interrupt_min_words")]);

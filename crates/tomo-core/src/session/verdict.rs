@@ -112,7 +112,7 @@ const OWN_SHARE: f32 = 0.7;
 pub struct Judging<'a> {
     /// The sentences the character said lately (what its echo could be).
     pub own_speech: &'a [String],
-    /// Words that are neither a backchannel nor its own needed to yield.
+    /// Words that are neither a backchannel nor its own needed to yield, unless one asks to stop.
     pub min_words: usize,
     /// The speech stopped when the character went quiet (nothing of it came after the hold): only a
     /// request to stop yields.
@@ -150,7 +150,7 @@ pub fn verdict(transcript: &str, judging: &Judging<'_>) -> Verdict {
     if !asks_to_stop && is_own_echo(transcript, own_speech) {
         return Verdict::GoOn(ResumeReason::OwnVoice);
     }
-    if content.len() < min_words.max(1) {
+    if !asks_to_stop && content.len() < min_words.max(1) {
         return Verdict::GoOn(ResumeReason::Backchannel);
     }
     Verdict::Yield
@@ -475,6 +475,23 @@ mod tests {
             verdict("我想听一个故事", &judging(&speaking, 1)),
             Verdict::Yield
         );
+    }
+
+    /// Whisper makes words of a hum: over the echo fixtures a synthesized "mm-hm" came back as
+    /// "What?", "Yeah.", "You", "Anam hum." depending on the room and the canceller's state. Two words
+    /// (the default) let one such word go on; a word asking to stop still yields alone.
+    #[test]
+    fn one_word_yields_only_if_it_asks_to_stop() {
+        for heard in ["What?", "Amir.", "Really?"] {
+            assert_eq!(
+                verdict(heard, &judging(&[], 2)),
+                Verdict::GoOn(ResumeReason::Backchannel),
+                "{heard}"
+            );
+        }
+        for heard in ["Wait.", "Stop!", "No.", "Hey!", "ちょっと"] {
+            assert_eq!(verdict(heard, &judging(&[], 2)), Verdict::Yield, "{heard}");
+        }
     }
 
     #[test]
