@@ -144,6 +144,7 @@ pub fn start_listening(
                 asr,
                 utterance: None,
                 was_speaking: false,
+                answer_from: Duration::ZERO,
             };
             front.run(&streams, &*notify);
         })
@@ -185,6 +186,8 @@ struct FrontEnd {
     asr: AsrJobs,
     utterance: Option<Utterance>,
     was_speaking: bool,
+    /// When (stream time) the character last started speaking, for the log.
+    answer_from: Duration,
 }
 
 impl FrontEnd {
@@ -242,6 +245,7 @@ impl FrontEnd {
         }
         if speaking && !self.was_speaking {
             self.gate = BargeInGate::new(&self.barge_in);
+            self.answer_from = position;
         }
         self.was_speaking = speaking;
         let gating = speaking || self.utterance.is_some_and(|u| u.gated && !u.announced);
@@ -257,6 +261,7 @@ impl FrontEnd {
             tracing::debug!(
                 echo_kept_db = frame.echo_kept_db,
                 probability = self.segmenter.last_probability(),
+                into_speech_ms = position.saturating_sub(self.answer_from).as_millis() as u64,
                 "barge-in: the user talks over the character"
             );
             self.announce();
