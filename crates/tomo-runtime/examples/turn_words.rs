@@ -2,7 +2,9 @@
 //! (`turn_words.rs`), on the paused-speech set: the live segmenter configuration, real Silero VAD, Smart
 //! Turn and whisper base (8-bit); each pause's snapshot is recognised before the model is asked, as live
 //! (the model waits for the recognition). Prints, for each way, how many mid-sentence pauses were taken for
-//! the end of the turn, and how long finished sentences waited after their last word.
+//! the end of the turn, and how long finished sentences waited after their last word. Live, the model
+//! waits for the recognition at most 500 ms and then decides without the words, so these are the words'
+//! best case.
 //!
 //! `cargo run --release -p tomo-runtime --example turn_words -- ~/.cache/tomo/turn-set` (the set:
 //! `scripts/make-turn-set.py`). The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`.
@@ -42,7 +44,12 @@ impl EndOfTurn for Judge {
             return Ok(heard);
         }
         let words = self.words.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(weigh(heard, words.as_deref().and_then(words_end)))
+        Ok(weigh(
+            heard,
+            words
+                .as_deref()
+                .and_then(|text| words_end(text, Some("en"))),
+        ))
     }
 }
 

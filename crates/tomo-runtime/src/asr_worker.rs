@@ -94,6 +94,11 @@ impl AsrJobs {
         })
     }
 
+    /// A new utterance began: the words of the last one's pauses are not its.
+    pub fn speech_started(&self) {
+        self.recognizing.forget_pause();
+    }
+
     /// The speaker went on after the pause: the snapshot being recognised (if any) is stale.
     pub fn speech_went_on(&self) {
         self.went_on.fetch_add(1, Ordering::SeqCst);
@@ -165,7 +170,13 @@ fn serve(
                 // make the end-of-turn model wait on the session too.
                 let recognized = {
                     let _running = recognizing.begin();
-                    asr.transcribe_unless(&snapshot.samples, &stale)
+                    let recognized = asr.transcribe_unless(&snapshot.samples, &stale);
+                    // Kept before the guard drops: the end-of-turn model reads them as soon as no
+                    // recognition runs.
+                    if let Ok(transcript) = &recognized {
+                        recognizing.heard_in_pause(at, transcript);
+                    }
+                    recognized
                 };
                 let text = match recognized {
                     Err(AsrError::GivenUp) => {
@@ -183,9 +194,6 @@ fn serve(
                 // The session may start the answer for these words while the end of the turn is
                 // still being decided (unless newer audio already made them stale). No words are said
                 // too: speech over the character's answer that was only a cough lets it go on at once.
-                if let Ok(words) = &text {
-                    recognizing.heard_in_pause(at, words);
-                }
                 queue.extend(jobs.try_iter());
                 if let Ok(words) = &text
                     && queue.is_empty()
@@ -383,12 +391,41 @@ mod tests {
         let asr = Counting::default();
         let recognizing = Recognizing::default();
         serve_with(&asr, &recognizing, vec![speculate(2_500, 1_000)]);
-        assert_eq!(
-            recognizing.words_of_this_pause(0).as_deref(),
-            Some("2500 samples")
-        );
+        let heard = recognizing.words_of_this_pause(0).unwrap();
+        assert_eq!(heard.text, "2500 samples");
         serve_with(&asr, &recognizing, vec![last_speculation_then_final(1_000)]);
-        assert_eq!(recognizing.words_of_this_pause(0), None);
+        assert!(recognizing.words_of_this_pause(0).is_none());
+    }
+
+    #[test]
+    fn a_pause_that_went_stale_before_its_recognition_leaves_no_words() {
+        let asr = Counting::default();
+        let recognizing = Recognizing::default();
+        serve_with(&asr, &recognizing, vec![speculate(2_500, 1_000)]);
+        // Offered when the speaker had gone on once, read when twice: skipped, and the earlier pause's
+        // words are not this pause's either.
+        let (tx, rx) = channel();
+        tx.send(AsrJob::Speculate {
+            snapshot: segment(3_000, 1_200, TurnEnd::Paused),
+            went_on_at: 0,
+        })
+        .unwrap();
+        drop(tx);
+        let (ops_tx, _ops_rx) = mpsc::channel(8);
+        serve(
+            &asr,
+            &rx,
+            &Arc::new(AtomicU64::new(1)),
+            &recognizing,
+            &ops_tx,
+            &|_| {},
+        );
+        assert!(recognizing.words_of_this_pause(0).is_none());
+        assert_eq!(
+            *asr.0.lock().unwrap(),
+            vec![2_500],
+            "the stale one not recognised"
+        );
     }
 
     #[test]

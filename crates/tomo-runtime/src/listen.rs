@@ -325,6 +325,7 @@ impl FrontEnd {
     fn event(&mut self, event: SegmenterEvent, speaking: bool, arrived: Instant) {
         match event {
             SegmenterEvent::SpeechStarted { .. } => {
+                self.asr.speech_started();
                 let gated = speaking && self.segmenter.mode() == ListenMode::HandsFree;
                 self.utterance = Some(Utterance {
                     announced: false,

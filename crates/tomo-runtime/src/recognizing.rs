@@ -14,6 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tomo_audio::{EndOfTurn, TurnError};
+use tomo_speech::asr::Transcript;
 
 use crate::turn_words::{weigh, words_end};
 
@@ -35,7 +36,7 @@ struct Count {
 struct PauseWords {
     /// The count of times the speaker went on (`AsrJobs::speech_went_on`) when the pause was offered.
     went_on_at: u64,
-    text: String,
+    heard: Transcript,
 }
 
 /// A recognition in progress; it ends when this is dropped.
@@ -64,10 +65,10 @@ impl Recognizing {
     }
 
     /// The words of the utterance up to a pause offered when the speaker had gone on `went_on_at` times.
-    pub fn heard_in_pause(&self, went_on_at: u64, text: &str) {
+    pub fn heard_in_pause(&self, went_on_at: u64, heard: &Transcript) {
         *self.pause_slot() = Some(PauseWords {
             went_on_at,
-            text: text.to_owned(),
+            heard: heard.clone(),
         });
     }
 
@@ -78,11 +79,11 @@ impl Recognizing {
 
     /// The words of the current pause: heard, and the speaker has not gone on since (`went_on` is the
     /// count now).
-    pub(crate) fn words_of_this_pause(&self, went_on: u64) -> Option<String> {
+    pub(crate) fn words_of_this_pause(&self, went_on: u64) -> Option<Transcript> {
         self.pause_slot()
             .as_ref()
             .filter(|words| words.went_on_at == went_on)
-            .map(|words| words.text.clone())
+            .map(|words| words.heard.clone())
     }
 
     /// Whether a recognition is running now.
@@ -172,7 +173,7 @@ impl EndOfTurn for AfterRecognition {
         let words = self
             .recognizing
             .words_of_this_pause(self.went_on.load(Ordering::SeqCst));
-        let ending = words.as_deref().and_then(words_end);
+        let ending = words.and_then(|heard| words_end(&heard.text, heard.language.as_deref()));
         let weighed = weigh(heard, ending);
         tracing::debug!(heard, ?ending, weighed, "end of turn from sound and words");
         Ok(weighed)
@@ -233,6 +234,13 @@ mod tests {
         (after, asked)
     }
 
+    fn english(text: &str) -> Transcript {
+        Transcript {
+            text: text.to_owned(),
+            language: Some("en".to_owned()),
+        }
+    }
+
     /// A model that always says `probability`.
     struct Says(f32);
 
@@ -257,9 +265,9 @@ mod tests {
         let recognizing = Recognizing::default();
         let went_on = Arc::new(AtomicU64::new(3));
         assert_eq!(judged(0.3, &recognizing, &went_on), 0.3, "no words yet");
-        recognizing.heard_in_pause(3, "Tell me something nice about cats.");
+        recognizing.heard_in_pause(3, &english("Tell me something nice about cats."));
         assert!(judged(0.3, &recognizing, &went_on) >= 0.9, "finished words");
-        recognizing.heard_in_pause(3, "So yesterday I went to the...");
+        recognizing.heard_in_pause(3, &english("So yesterday I went to the..."));
         assert!(
             judged(0.97, &recognizing, &went_on) < 0.5,
             "unfinished words"
@@ -270,10 +278,10 @@ mod tests {
     fn words_of_an_earlier_pause_or_utterance_do_not_count() {
         let recognizing = Recognizing::default();
         let went_on = Arc::new(AtomicU64::new(0));
-        recognizing.heard_in_pause(0, "So yesterday I went to the...");
+        recognizing.heard_in_pause(0, &english("So yesterday I went to the..."));
         went_on.fetch_add(1, Ordering::SeqCst); // the speaker went on after that pause
         assert_eq!(judged(0.97, &recognizing, &went_on), 0.97);
-        recognizing.heard_in_pause(1, "Could you play some music?");
+        recognizing.heard_in_pause(1, &english("Could you play some music?"));
         recognizing.forget_pause(); // the utterance ended
         assert_eq!(judged(0.3, &recognizing, &went_on), 0.3);
     }

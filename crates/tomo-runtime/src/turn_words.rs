@@ -58,37 +58,46 @@ pub const FINISHED_SHIFT: f32 = 3.583_519; // ln(9 / 0.25)
 /// Subtracted when the words read unfinished: even a model sure of "done" stays under 0.1.
 pub const UNFINISHED_SHIFT: f32 = 11.513; // ln(100 000)
 
-/// How `text` (whisper's words for the utterance up to the pause) ends; `None` when it cannot tell (no
-/// words, or a script whisper does not punctuate reliably and that shows no sign either way).
-pub fn words_end(text: &str) -> Option<WordsEnd> {
-    let text = text.trim();
+/// How `text` (whisper's words for the utterance up to the pause, in `language` as whisper detected or
+/// was told it) ends; `None` when it cannot tell (no words, or a language without the word lists whose
+/// text shows no sign either way: Chinese and Japanese often come back without punctuation).
+pub fn words_end(text: &str, language: Option<&str>) -> Option<WordsEnd> {
+    // Closing quotes and brackets after the sentence say nothing about it.
+    let text = text
+        .trim()
+        .trim_end_matches(['"', '\'', '”', '’', ')', ']', '」', '』', '）']);
     let last = text.chars().last()?;
     if text.ends_with("...") || matches!(last, '…' | ',' | '，' | '、' | '-' | '—') {
         return Some(WordsEnd::Unfinished);
     }
     let closed = matches!(last, '.' | '?' | '!' | '。' | '？' | '！');
-    let words: Vec<String> = text
-        .split(|c: char| !(c.is_ascii_alphabetic() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .map(str::to_ascii_lowercase)
-        .collect();
-    // Chinese and Japanese come back without spaces, often without punctuation: only a closing mark
-    // says something there.
-    let english = text.is_ascii();
+    let english = language.map_or(text.is_ascii(), |code| code == "en");
     if !english {
         return closed.then_some(WordsEnd::Finished);
     }
+    // Only the last sentence counts: "Hi. Where are you from?" is a question.
+    let body = text.strip_suffix(last).unwrap_or(text);
+    let sentence = body
+        .rfind(['.', '?', '!'])
+        .map_or(body, |at| &body[at + 1..]);
+    let words: Vec<String> = sentence
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
     let (Some(first), Some(final_word)) = (words.first(), words.last()) else {
         return None;
     };
     if !closed {
         return Some(WordsEnd::Unfinished);
     }
+    // "What's it about?" strands its preposition as "What is it about?" does.
+    let first = first.split(['\'', '’']).next().unwrap_or(first);
     let is = |list: &[&str], word: &str| list.contains(&word);
     let question = last == '?';
     let needs_more = is(NEVER_LAST, final_word)
         || (is(STRANDED_IN_QUESTIONS, final_word) && !is(WH_WORDS, first))
-        || (is(SUBORDINATORS, first) && !question && !text.contains(','));
+        || (is(SUBORDINATORS, first) && !question && !sentence.contains(','));
     Some(if needs_more {
         WordsEnd::Unfinished
     } else {
@@ -113,20 +122,41 @@ pub fn weigh(probability: f32, words: Option<WordsEnd>) -> f32 {
 mod tests {
     use super::*;
 
+    fn english(text: &str) -> Option<WordsEnd> {
+        words_end(text, Some("en"))
+    }
+
     #[test]
     fn finished_sentences_read_finished() {
         for text in [
             "Tell me something nice about cats.",
             "What time is it right now?",
             "What are you talking about?",
+            "What's it about?",
+            "Who’s it from?",
             "If it rains tomorrow, we should stay inside.",
             "When is the train?",
+            "Hi. Where are you from?",
+            "When I was a kid I had a dog. His name was Max.",
+            "Set a timer for 5.",
+            "Add 2 and 2.",
+            "He said \"no.\"",
             "I'd love to.",
             " Hold on. ",
             "Wow!",
-            "今天天气怎么样？",
         ] {
-            assert_eq!(words_end(text), Some(WordsEnd::Finished), "{text}");
+            assert_eq!(english(text), Some(WordsEnd::Finished), "{text}");
+        }
+        for (text, language) in [
+            ("今天天气怎么样？", Some("zh")),
+            ("Il y en a.", Some("fr")),
+            ("今日はいい天気ですね。", None),
+        ] {
+            assert_eq!(
+                words_end(text, language),
+                Some(WordsEnd::Finished),
+                "{text}"
+            );
         }
     }
 
@@ -143,17 +173,23 @@ mod tests {
             "When you have a moment.",
             "I was thinking,",
             "Because…",
-            "我想，",
+            "I’m going to the.",
+            "Over there, near the café and",
         ] {
-            assert_eq!(words_end(text), Some(WordsEnd::Unfinished), "{text}");
+            assert_eq!(english(text), Some(WordsEnd::Unfinished), "{text}");
         }
+        assert_eq!(words_end("我想，", Some("zh")), Some(WordsEnd::Unfinished));
+        // Without a language, plain ASCII is taken for English.
+        assert_eq!(words_end("The thing is", None), Some(WordsEnd::Unfinished));
     }
 
     #[test]
     fn no_words_or_unpunctuated_chinese_say_nothing() {
-        for text in ["", "   ", "...?", "今天天气怎么样"] {
-            assert_eq!(words_end(text), None, "{text:?}");
+        for text in ["", "   ", "...?"] {
+            assert_eq!(english(text), None, "{text:?}");
         }
+        assert_eq!(words_end("今天天气怎么样", Some("zh")), None);
+        assert_eq!(words_end("Il y en a", Some("fr")), None);
     }
 
     #[test]

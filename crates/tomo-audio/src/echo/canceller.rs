@@ -102,7 +102,7 @@ impl Default for EchoConfig {
 }
 
 /// The linear filter's length in 4 ms blocks: 128 ms of the room's echo after the delay AEC3 finds. Its
-/// default, 13 (52 ms; 12 for the coarse filter), fits a phone held to the ear; a room's reverberation
+/// default, 13 (52 ms; 12 while it first converges), fits a phone held to the ear; a room's reverberation
 /// outlasts it, the rest is left to the suppressor, and while the character speaks the suppressor takes
 /// the user's first words down with the echo (above ≈ 1 kHz for the first 100-150 ms). With 32 blocks
 /// (the first convergence still runs at AEC3's 12-13), words said over an answer (`examples/
