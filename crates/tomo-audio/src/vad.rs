@@ -79,14 +79,7 @@ impl SileroVad {
         };
         // One thread: a 32 ms frame takes well under a millisecond, and the other threads are busy
         // with ASR/TTS; more threads only add wake-up latency.
-        let session = Session::builder(&environment)
-            .map_err(|e| load_failed(e.to_string()))?
-            .with_intra_threads(1)
-            .map_err(|e| load_failed(e.to_string()))?
-            .with_inter_threads(1)
-            .map_err(|e| load_failed(e.to_string()))?
-            .commit_from_file(model)
-            .map_err(|e| load_failed(e.to_string()))?;
+        let session = tomo_onnx::session(&environment, model, 1).map_err(load_failed)?;
         let unexpected = |message: String| VadError::UnexpectedModel {
             path: model.to_path_buf(),
             message,

@@ -152,8 +152,8 @@ pub struct EchoCanceller {
     reference_chunk: Vec<f32>,
     /// Chunks that went through AEC3 (not passed through idle).
     cancelled_chunks: u64,
-    /// Levels of the cancelled chunks since the last log.
-    recent: Vec<BlockLevel>,
+    /// The cancelled chunks' energies since the last log, summed.
+    recent: BlockLevel,
     /// Samples of sounding reference AEC3 must still hear before its output is let through.
     warm_up_left: i64,
 }
@@ -191,7 +191,7 @@ impl EchoCanceller {
             voice: Vec::with_capacity(CHUNK * 16),
             reference_chunk: vec![0.0; CHUNK],
             cancelled_chunks: 0,
-            recent: Vec::with_capacity(500),
+            recent: BlockLevel::default(),
             warm_up_left: samples(config.warm_up),
         }
     }
@@ -366,7 +366,8 @@ impl EchoCanceller {
                 output: energy(cleaned) / (SCALE * SCALE),
             };
             self.levels.push(level);
-            self.recent.push(level);
+            self.recent.input += level.input;
+            self.recent.output += level.output;
         }
         self.cancelled_chunks += 1;
         // Every 2 s of cancelling: how well it works (RUST_LOG=tomo_audio=debug). `kept_db` is what it
@@ -374,8 +375,7 @@ impl EchoCanceller {
         // dB (median over a run) and -6 to -14 dB (p90); AEC3's `erle` estimate says less than that.
         if self.cancelled_chunks.is_multiple_of(500) {
             let (erl, erle, delay) = self.metrics();
-            let kept_db = BlockLevel::kept_db(&self.recent);
-            self.recent.clear();
+            let kept_db = BlockLevel::kept_db(&[std::mem::take(&mut self.recent)]);
             tracing::debug!(erl, erle, delay_ms = delay, kept_db, "echo canceller");
         }
     }

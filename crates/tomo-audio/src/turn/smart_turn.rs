@@ -45,22 +45,8 @@ impl SmartTurn {
             path: model.to_path_buf(),
             message,
         };
-        // No spinning: the model runs about once per pause, and spinning pool threads would burn a
-        // core between the runs for nothing.
-        let failed =
-            |e: ort::Error<ort::session::builder::SessionBuilder>| load_failed(e.to_string());
-        let session = Session::builder(&environment)
-            .map_err(|e| load_failed(e.to_string()))?
-            .with_intra_threads(threads.max(1))
-            .map_err(failed)?
-            .with_inter_threads(1)
-            .map_err(failed)?
-            .with_intra_op_spinning(false)
-            .map_err(failed)?
-            .with_inter_op_spinning(false)
-            .map_err(failed)?
-            .commit_from_file(model)
-            .map_err(|e| load_failed(e.to_string()))?;
+        // The model runs about once per pause.
+        let session = tomo_onnx::session(&environment, model, threads).map_err(load_failed)?;
         let unexpected = |message: String| TurnError::UnexpectedModel {
             path: model.to_path_buf(),
             message,

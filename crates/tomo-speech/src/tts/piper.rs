@@ -229,18 +229,9 @@ impl PiperTts {
             path: model.display().to_string(),
             message,
         };
-        // ONNX Runtime's threads spin after each run by default: the next sentence is synthesized while
-        // one plays, and the spinning took the cores the capture, the canceller and the VAD need then
-        // (30 syntheses: 7.2 s of CPU spinning, 6.0 s not, in the same 4.1 s; `examples/tts_bench`).
-        let options = |e: tomo_onnx::ort::Error<_>| load_error(e.to_string());
-        let session = Session::builder(&environment)
-            .map_err(|e| load_error(e.to_string()))?
-            .with_intra_op_spinning(false)
-            .map_err(options)?
-            .with_inter_op_spinning(false)
-            .map_err(options)?
-            .commit_from_file(model)
-            .map_err(|e| load_error(e.to_string()))?;
+        // As many threads as ONNX Runtime would take by itself (one per core), sleeping between runs.
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let session = tomo_onnx::session(&environment, model, threads).map_err(load_error)?;
         let input_names: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
         for required in ["input", "input_lengths", "scales"] {
             if !input_names.contains(&required) {

@@ -192,14 +192,7 @@ pub(crate) fn session(
         message,
     };
     // Two threads: the machine is shared with ASR/TTS; OCR runs only on changed frames.
-    tomo_onnx::ort::session::Session::builder(environment)
-        .map_err(|e| failed(e.to_string()))?
-        .with_intra_threads(2)
-        .map_err(|e| failed(e.to_string()))?
-        .with_inter_threads(1)
-        .map_err(|e| failed(e.to_string()))?
-        .commit_from_file(path)
-        .map_err(|e| failed(e.to_string()))
+    tomo_onnx::session(environment, path, 2).map_err(failed)
 }
 
 /// `(x/255 - 0.5) / 0.5` per channel, laid out as NCHW: both PP-OCR models take this normalisation.

@@ -185,19 +185,8 @@ impl KokoroTts {
             message,
         };
         let threads = default_threads();
-        let options = |e: tomo_onnx::ort::Error<_>| load_error(e.to_string());
-        let session = Session::builder(&environment)
-            .map_err(|e| load_error(e.to_string()))?
-            .with_intra_threads(threads)
-            .map_err(options)?
-            .with_inter_threads(1)
-            .map_err(options)?
-            .with_intra_op_spinning(false)
-            .map_err(options)?
-            .with_inter_op_spinning(false)
-            .map_err(options)?
-            .commit_from_file(&paths.model)
-            .map_err(|e| load_error(e.to_string()))?;
+        let session =
+            tomo_onnx::session(&environment, &paths.model, threads).map_err(load_error)?;
         let input_names: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
         for required in ["tokens", "style", "speed"] {
             if !input_names.contains(&required) {
