@@ -371,7 +371,7 @@ impl EchoCanceller {
         }
         self.cancelled_chunks += 1;
         // Every 2 s of cancelling: how well it works (RUST_LOG=tomo_audio=debug). `kept_db` is what it
-        // let through of the microphone over those 2 s: of the echo alone, on the device loop, -39 to -54
+        // let through of the microphone over those 2 s: of the echo alone, on the device loop, -28 to -54
         // dB (median over a run) and -6 to -14 dB (p90); AEC3's `erle` estimate says less than that.
         if self.cancelled_chunks.is_multiple_of(500) {
             let (erl, erle, delay) = self.metrics();
