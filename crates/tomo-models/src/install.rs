@@ -149,7 +149,7 @@ impl Session<'_> {
                         archive::extract(&archive, &member.path, &mut out)?;
                     }
                 }
-                Build::Ct2ToGgml | Build::Ct2ToGgmlQ8 => {
+                Build::Ct2ToGgml | Build::Ct2ToGgmlQ8 | Build::Ct2ToGgmlIq4 => {
                     self.convert(model, file, &mut out, progress)?
                 }
             }

@@ -113,6 +113,8 @@ pub enum Build {
     Ct2ToGgml,
     /// The same, with the 2-D weight matrices quantized to q8_0 (whisper.cpp's 8-bit blocks).
     Ct2ToGgmlQ8,
+    /// The same, with the 2-D weight matrices quantized to iq4_nl (4-bit blocks on a non-uniform scale).
+    Ct2ToGgmlIq4,
 }
 
 impl Build {
@@ -121,6 +123,7 @@ impl Build {
         match self {
             Self::Ct2ToGgml => Some(crate::convert::GgmlWeights::F16),
             Self::Ct2ToGgmlQ8 => Some(crate::convert::GgmlWeights::Q8_0),
+            Self::Ct2ToGgmlIq4 => Some(crate::convert::GgmlWeights::Iq4Nl),
             Self::Copy | Self::Concat => None,
         }
     }
@@ -239,7 +242,9 @@ impl Manifest {
                 let count = file.members.len();
                 let members_ok = match file.build {
                     Build::Copy => count == 1,
-                    Build::Concat | Build::Ct2ToGgml | Build::Ct2ToGgmlQ8 => count >= 1,
+                    Build::Concat | Build::Ct2ToGgml | Build::Ct2ToGgmlQ8 | Build::Ct2ToGgmlIq4 => {
+                        count >= 1
+                    }
                 };
                 if !members_ok {
                     return Err(fail(
@@ -327,6 +332,7 @@ mod tests {
         for name in [
             "whisper-tiny.en",
             "whisper-base",
+            "whisper-base-4bit",
             "silero-vad",
             "piper-en-joe",
             "onnxruntime",

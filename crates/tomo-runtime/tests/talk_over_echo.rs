@@ -67,7 +67,8 @@ fn own_speech(answers: &[(usize, usize, String)], at: usize) -> Vec<String> {
 /// Runs the microphone of `case` through the front end's logic and judges every held utterance.
 fn held_utterances(case: &str) -> Option<Vec<Held>> {
     let store = ModelStore::from_env().unwrap();
-    let whisper = tomo_testkit::prereq::models_dir().join("whisper/ggml-base-q8_0.bin");
+    // The English characters' recognizer (`base-4bit` in their profiles).
+    let whisper = tomo_testkit::prereq::models_dir().join("whisper/ggml-base-iq4_nl.bin");
     if !whisper.is_file() {
         skip_or_fail(&format!(
             "{} is missing (tomo models install)",

@@ -94,30 +94,39 @@ fn tiny_en_transcribes_espeak_speech() {
     assert!(wer < 0.25, "WER {wer:.3}");
 }
 
+/// Whisper base as the store ships it: 8-bit weights (`base`, every language) and 4-bit ones (`base-4bit`,
+/// the English characters').
+const BASE_FILES: [&str; 2] = ["ggml-base-q8_0.bin", "ggml-base-iq4_nl.bin"];
+
 #[test]
 fn base_transcribes_flite_speech() {
-    let Some(asr) = engine("ggml-base-q8_0.bin", "base_transcribes_flite_speech") else {
-        return;
-    };
-    let wer = corpus_wer(&asr, || Voice::FliteSlt);
-    eprintln!("base / flite slt: WER {wer:.3}");
-    assert!(wer < 0.10, "WER {wer:.3}");
+    for file in BASE_FILES {
+        let Some(asr) = engine(file, "base_transcribes_flite_speech") else {
+            return;
+        };
+        let wer = corpus_wer(&asr, || Voice::FliteSlt);
+        eprintln!("{file} / flite slt: WER {wer:.3}");
+        assert!(wer < 0.10, "{file}: WER {wer:.3}");
+    }
 }
 
 #[test]
 fn base_transcribes_short_turns() {
-    let Some(asr) = engine("ggml-base-q8_0.bin", "base_transcribes_short_turns") else {
-        return;
-    };
     let turns = short_turns();
     assert_eq!(turns.len(), 8, "the [short] set of turns.txt: {turns:?}");
-    let flite = sentences_wer(&asr, || Voice::FliteSlt, &turns);
-    let espeak = sentences_wer(&asr, || Voice::EspeakEn, &turns);
-    eprintln!("base / short turns: WER flite {flite:.3}, espeak-ng {espeak:.3}");
-    assert!(flite < 0.10, "flite: WER {flite:.3}");
-    // espeak-ng's robotic voice varies between runs (0.18-0.27 measured, 22 words): a bound for a broken
-    // window, not for a word or two.
-    assert!(espeak < 0.35, "espeak-ng: WER {espeak:.3}");
+    for file in BASE_FILES {
+        let Some(asr) = engine(file, "base_transcribes_short_turns") else {
+            return;
+        };
+        let flite = sentences_wer(&asr, || Voice::FliteSlt, &turns);
+        let espeak = sentences_wer(&asr, || Voice::EspeakEn, &turns);
+        eprintln!("{file} / short turns: WER flite {flite:.3}, espeak-ng {espeak:.3}");
+        // Measured: 8-bit 0.000, 4-bit 0.091 (its one miss: "Yes, please." heard twice over); the bound
+        // is for a broken window, not for a word or two.
+        assert!(flite < 0.15, "{file} / flite: WER {flite:.3}");
+        // espeak-ng's robotic voice varies between runs (8-bit 0.18-0.32, 4-bit 0.23 measured, 22 words).
+        assert!(espeak < 0.35, "{file} / espeak-ng: WER {espeak:.3}");
+    }
 }
 
 /// The speaker went on while the pause's words were being recognised: whisper stops midway instead of

@@ -8,6 +8,7 @@
 //! and the rest as f32, and expects every tensor it knows exactly once.
 
 mod ct2;
+mod iq4;
 mod npy;
 mod q8;
 
@@ -30,6 +31,9 @@ pub enum GgmlWeights {
     F16,
     /// 8-bit blocks ([`q8`]): faster on CPUs with integer dot products, near-lossless.
     Q8_0,
+    /// 4-bit blocks on a non-uniform scale ([`iq4`]): faster still where ggml multiplies them as tiles
+    /// (AVX2), a little less exact.
+    Iq4Nl,
 }
 
 impl GgmlWeights {
@@ -39,14 +43,28 @@ impl GgmlWeights {
         match self {
             Self::F16 => 1,
             Self::Q8_0 => 2 * 1000 + 7,
+            Self::Iq4Nl => 2 * 1000 + 19,
+        }
+    }
+
+    /// The tensor type of a quantized matrix, its block length and the quantizer (`None` for f16).
+    fn blocks(self) -> Option<(i32, usize, Quantizer)> {
+        match self {
+            Self::F16 => None,
+            Self::Q8_0 => Some((TYPE_Q8_0, q8::BLOCK, q8::quantize)),
+            Self::Iq4Nl => Some((TYPE_IQ4_NL, iq4::BLOCK, iq4::quantize)),
         }
     }
 }
+
+/// Turns a matrix's values (a multiple of its block length) into ggml blocks.
+type Quantizer = fn(&[f32]) -> Vec<u8>;
 
 /// ggml's tensor type ids.
 const TYPE_F32: i32 = 0;
 const TYPE_F16: i32 = 1;
 const TYPE_Q8_0: i32 = 8;
+const TYPE_IQ4_NL: i32 = 20;
 
 /// What was converted, for logs and tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -410,29 +428,28 @@ fn tensor(
     let matrix =
         shape.len() >= 2 && !name.ends_with("positional_embedding") && !name.ends_with(".bias");
     // Quantized files keep the 3-D convolution kernels at f16, as whisper.cpp expects.
-    let quantize = matrix
-        && weights == GgmlWeights::Q8_0
-        && shape.len() == 2
-        && shape.last().is_some_and(|row| row % q8::BLOCK == 0);
-    let half = matrix && !quantize;
+    let quantized = weights.blocks().filter(|(_, block, _)| {
+        matrix && shape.len() == 2 && shape.last().is_some_and(|row| row % block == 0)
+    });
+    let half = matrix && quantized.is_none();
     let values = decode(var.dtype, data, name)?;
     w.i32(to_i32(shape.len())?)?;
     w.i32(to_i32(name.len())?)?;
-    w.i32(if quantize {
-        TYPE_Q8_0
-    } else if half {
-        TYPE_F16
-    } else {
-        TYPE_F32
+    w.i32(match quantized {
+        Some((type_id, _, _)) => type_id,
+        None if half => TYPE_F16,
+        None => TYPE_F32,
     })?;
     for dim in shape.iter().rev() {
         w.i32(to_i32(*dim)?)?;
     }
     w.raw(name.as_bytes())?;
     match values {
-        values if quantize => {
+        values if quantized.is_some() => {
             let floats: Vec<f32> = (0..values.len()).map(|i| values.get(i)).collect();
-            w.raw(&q8::quantize(&floats))?;
+            if let Some((_, _, quantize)) = quantized {
+                w.raw(&quantize(&floats))?;
+            }
         }
         // Source already f16 and target f16: copy the bits, no rounding twice.
         Values::F16(bits) if half => w.raw(bits)?,

@@ -44,6 +44,8 @@ pub struct WhisperAsr {
     path: PathBuf,
     config: WhisperConfig,
     multilingual: bool,
+    /// The weights are 4-bit (`base-4bit`): short clips get a wider encoder window (`audio_context`).
+    four_bit: bool,
     /// One decoder state reused across calls (its buffers are sizeable); calls take turns.
     state: Mutex<WhisperState>,
     /// Keeps the model alive for the state.
@@ -108,6 +110,7 @@ impl WhisperAsr {
                     ))
                 })?;
         let multilingual = context.is_multilingual();
+        let four_bit = FOUR_BIT_FTYPES.contains(&context.model_ftype());
         if !multilingual && config.language.as_deref().is_some_and(|l| l != "en") {
             return Err(load(format!(
                 "this model is English-only; language `{}` needs a multilingual model",
@@ -122,6 +125,7 @@ impl WhisperAsr {
             path,
             config,
             multilingual,
+            four_bit,
             state: Mutex::new(state),
             _context: context,
         })
@@ -167,10 +171,30 @@ fn check_header(path: &Path) -> Result<(), HeaderError> {
 /// espeak-ng's "How long does it take to boil an egg?" looped (0.87 s with decoding capped, 6.6 s
 /// without). 320 passed those, but saves too little to be worth the doubt (≈ 30 ms on half the benchmark's
 /// questions; the others are under 2 s).
-fn audio_context(samples: usize) -> i32 {
-    let positions = (samples.div_ceil(320) + 128).max(384);
+///
+/// 4-bit weights (ggml's model types q4_0, q4_1, q4_K, iq4_nl) are as exact as 8-bit ones on turns of 2 s
+/// and more at the same window (`examples/asr_window`, iq4_nl: flite 0.022 / 0.000 / 0.015, espeak-ng
+/// 0.067 / 0.188 / 0.108 against 0.022 / 0.083 / 0.015 and 0.133 / 0.188 / 0.092), but shorter clips
+/// drift at 384: flite's "Yes, please." came back said twice, and the 0.7 s "mm-hm" hum of the talk-over
+/// fixtures as "Yeah, like, you know?" (four words: it would take the floor from the character). At 512
+/// both read right ("Yes, please.", "you"), and clips under 2 s still recognise sooner than 8-bit at 384
+/// (≈ 240 against ≈ 280 ms on the 2-core machine).
+fn audio_context(samples: usize, four_bit: bool) -> i32 {
+    let floor = if four_bit && samples < SHORT_CLIP {
+        512
+    } else {
+        384
+    };
+    let positions = (samples.div_ceil(320) + 128).max(floor);
     positions.min(1500) as i32
 }
+
+/// Under 2 s of 16 kHz audio: a word or two, a hum, a cough.
+const SHORT_CLIP: usize = 32_000;
+
+/// ggml file types (`whisper_model_ftype`, ggml's `GGML_FTYPE_MOSTLY_*`) whose weight matrices are
+/// 4-bit: q4_0, q4_1, q4_K, iq4_nl, iq4_xs.
+const FOUR_BIT_FTYPES: [i32; 5] = [2, 3, 12, 19, 22];
 
 /// Whether `text` is whisper looping rather than the words of `samples` (16 kHz): more words than anyone
 /// speaks in that much audio (~4.5 words per second, at least 8) *and* a run of three words said again,
@@ -334,7 +358,7 @@ impl WhisperAsr {
             &mut state,
             samples,
             language.as_deref(),
-            audio_context(samples.len()),
+            audio_context(samples.len(), self.four_bit),
             stale,
         )?;
         // A shortened window occasionally sends whisper into a loop (the same sentence seven times). Speech
@@ -382,6 +406,17 @@ fn is_annotation(piece: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_follows_the_audio_with_a_wider_floor_for_short_clips_at_4_bits() {
+        assert_eq!(audio_context(16_000, false), 384);
+        assert_eq!(audio_context(16_000, true), 512);
+        // 3 s: 150 positions + 128 of margin, under the floor either way.
+        assert_eq!(audio_context(48_000, false), 384);
+        assert_eq!(audio_context(48_000, true), 384);
+        assert_eq!(audio_context(160_000, true), 628);
+        assert_eq!(audio_context(16_000 * 40, true), 1500);
+    }
 
     #[test]
     fn non_speech_annotations_are_dropped() {
