@@ -195,8 +195,14 @@ sed -e 's/^name = "Kuro"/name = "Mira"/' -e 's/^agent_id = "kuro"/agent_id = "mi
 chown nobody:nogroup "$HOME/.config/tomo/profiles/mira.toml"
 launch app-user-profile
 tray_read 30
-tray labels
-labels="$(tray_field labels)"
+# That registration may be an earlier icon's (CI once read the menu before this app's was up: no labels),
+# so ask until this app's menu answers.
+for _ in $(seq 40); do
+    tray labels
+    labels="$(tray_field labels)"
+    [[ "|$labels|" == *"|Mira|"* ]] && break
+    sleep 0.25
+done
 for want in Hana Kuro Kuma Mira; do
     [[ "|$labels|" == *"|$want|"* ]] || fail "the tray's Character menu has no \"$want\" (it has: $labels)"
 done

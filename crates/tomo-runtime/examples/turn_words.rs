@@ -1,13 +1,14 @@
 //! The end of the turn decided by sound alone (Smart Turn) against sound and the pause's words
 //! (`turn_words.rs`), on the paused-speech set: the live segmenter configuration, real Silero VAD, Smart
-//! Turn and whisper base (8-bit); each pause's snapshot is recognised before the model is asked, as live
+//! Turn and whisper base (the English characters' 4-bit file); each pause's snapshot is recognised before the model is asked, as live
 //! (the model waits for the recognition). Prints, for each way, how many mid-sentence pauses were taken for
 //! the end of the turn, and how long finished sentences waited after their last word. Live, the model
 //! waits for the recognition at most 500 ms and then decides without the words, so these are the words'
 //! best case.
 //!
 //! `cargo run --release -p tomo-runtime --example turn_words -- ~/.cache/tomo/turn-set` (the set:
-//! `scripts/make-turn-set.py`). The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`.
+//! `scripts/make-turn-set.py`). The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`;
+//! `TOMO_WHISPER_MODEL=ggml-base-q8_0.bin` picks another file of its `whisper/` folder.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -74,7 +75,10 @@ fn main() -> Result<()> {
     );
     let store = tomo_models::ModelStore::from_env()?;
     let asr = WhisperAsr::new(
-        store.file_path("whisper/ggml-base-q8_0.bin"),
+        store.file_path(&format!(
+            "whisper/{}",
+            std::env::var("TOMO_WHISPER_MODEL").unwrap_or_else(|_| "ggml-base-iq4_nl.bin".into())
+        )),
         Some("en".into()),
         2,
     )?;

@@ -1,12 +1,12 @@
 //! ggml's iq4_nl blocks: 32 weights as one f16 scale and 32 four-bit indices into a fixed table of 16
 //! non-uniform levels (18 bytes instead of 34 at q8_0). Quantized as ggml's `quantize_iq4_nl` does without
-//! an importance matrix (what whisper.cpp's own `quantize` tool writes): each block's scale is searched
-//! around the largest weight, and the one with the least weighted squared error is kept.
+//! an importance matrix (the same operations in the same order, so the same bytes): each block's scale is
+//! searched around the largest weight, and the one with the least weighted squared error is kept.
 //!
 //! Why this format: ggml's CPU backend repacks iq4_nl (and q4_0, q4_K) into interleaved 8-row tiles on
 //! AVX2 machines and multiplies them with a matrix kernel, where q8_0 goes row by row. On the 2-core test
-//! machine whisper base recognises a 2-3 s English question in ≈ 200 ms instead of ≈ 300 ms, with as many
-//! words right on the English speech fixtures (README, *Benchmarks*).
+//! machine whisper base recognises a 2-3 s English question in ≈ 200 ms instead of ≈ 300 ms, with about
+//! as many words right on the English speech fixtures (README, *Benchmarks*).
 
 use half::f16;
 
@@ -42,9 +42,9 @@ pub fn quantize(values: &[f32]) -> Vec<u8> {
     out
 }
 
-/// The block's scale: the largest weight on the table's largest level, then 15 scales around it, each
-/// judged by the squared error weighted by the weight's own square (big weights matter most), and the
-/// best fit (least squares) for the levels it picks.
+/// The block's scale: a first guess that puts the largest weight at 127 steps, then 15 that put it at
+/// -127 ± 7, each judged by the squared error weighted by the weight's own square (big weights matter
+/// most) once refitted (least squares) to the levels it picks; the best refit wins.
 fn block_scale(block: &[f32]) -> f32 {
     let largest = block
         .iter()
@@ -65,7 +65,9 @@ fn block_scale(block: &[f32]) -> f32 {
         (qx, qq)
     };
     let first = level(0);
-    let (qx, qq) = fit(first / -largest);
+    // As ggml computes it (the scale, then its inverse), so that the levels picked are the same.
+    let guess = -largest / first;
+    let (qx, qq) = fit(1.0 / guess);
     let mut scale = if qq > 0.0 { qx / qq } else { 0.0 };
     let mut best = scale * qx;
     for step in -TRIES..=TRIES {
@@ -174,7 +176,7 @@ mod tests {
         let restored = dequantize(&quantize(&values));
         for (block, back) in values.chunks(BLOCK).zip(restored.chunks(BLOCK)) {
             let largest = block.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            // The widest gap is 24 of 127 (-127 → -104); the search may stretch the scale by 8/127 either way.
+            // The widest gap is 24 of 127 (89 → 113); the search may stretch the scale by 8/127 either way.
             let bound = largest / 119.0 * 24.0 / 2.0 * 1.1;
             for (got, want) in back.iter().zip(block) {
                 assert!(
@@ -208,7 +210,7 @@ mod tests {
 mod like_ggml {
     use super::*;
 
-    /// ggml's own quantizer (whisper.cpp's `quantize` tool calls it) on `values`, one row.
+    /// ggml's own iq4_nl quantizer (`quantize_iq4_nl`, through `ggml_quantize_chunk`) on `values`, one row.
     fn ggml_quantize(values: &[f32]) -> Vec<u8> {
         let mut out = vec![0u8; values.len() / BLOCK * BLOCK_BYTES];
         #[allow(unsafe_code)]

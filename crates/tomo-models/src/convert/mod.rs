@@ -3,7 +3,7 @@
 //! No package ships whisper.cpp files, but several ship faster-whisper's `model.bin`; the weights are the
 //! same OpenAI checkpoint in another container. The ggml file is: magic `0x67676d6c`, 11 i32 hparams, the mel
 //! filter bank (i32 n_mel, i32 n_fft, f32 data), the vocab (i32 count, then u32 length + bytes each), then
-//! tensors (i32 n_dims, i32 name length, i32 type 0=f32/1=f16/8=q8_0, dims innermost first, name, data)
+//! tensors (i32 n_dims, i32 name length, i32 type 0=f32/1=f16/8=q8_0/20=iq4_nl, dims innermost first, name, data)
 //! named like OpenAI's checkpoint. whisper.cpp loads 2-D+ weights as f16 (or the file type's quantization)
 //! and the rest as f32, and expects every tensor it knows exactly once.
 

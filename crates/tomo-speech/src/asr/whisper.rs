@@ -160,7 +160,7 @@ fn check_header(path: &Path) -> Result<(), HeaderError> {
 }
 
 /// Encoder positions for `samples` of 16 kHz audio: 50 per second plus 128 (2.6 s) of margin, never
-/// below 384 of the model's 1500. Whisper's encoder always works on 30 s windows however short the
+/// below 384 of the model's 1500 (512 for clips under 2 s with 4-bit weights, below). Whisper's encoder always works on 30 s windows however short the
 /// utterance; sizing the window to the audio cuts encoder time several-fold (base at f16, 2 cores,
 /// questions of 2-3 s: 445 ms at a floor of 512, 343 ms at 384, 253 ms at 256; the q8_0 weights installed
 /// now take about a quarter less). At 256 short turns garble (tests/whisper_asr.rs
@@ -172,8 +172,8 @@ fn check_header(path: &Path) -> Result<(), HeaderError> {
 /// without). 320 passed those, but saves too little to be worth the doubt (≈ 30 ms on half the benchmark's
 /// questions; the others are under 2 s).
 ///
-/// 4-bit weights (ggml's model types q4_0, q4_1, q4_K, iq4_nl) are as exact as 8-bit ones on turns of 2 s
-/// and more at the same window (`examples/asr_window`, iq4_nl: flite 0.022 / 0.000 / 0.015, espeak-ng
+/// 4-bit weights ([`FOUR_BIT_FTYPES`]; measured with iq4_nl) read turns of 2 s and more about as well as
+/// 8-bit ones at the same window (`examples/asr_window`, WER flite 0.022 / 0.000 / 0.015 and espeak-ng
 /// 0.067 / 0.188 / 0.108 against 0.022 / 0.083 / 0.015 and 0.133 / 0.188 / 0.092), but shorter clips
 /// drift at 384: flite's "Yes, please." came back said twice, and the 0.7 s "mm-hm" hum of the talk-over
 /// fixtures as "Yeah, like, you know?" (four words: it would take the floor from the character). At 512
