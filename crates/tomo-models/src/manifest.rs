@@ -242,9 +242,8 @@ impl Manifest {
                 let count = file.members.len();
                 let members_ok = match file.build {
                     Build::Copy => count == 1,
-                    Build::Concat | Build::Ct2ToGgml | Build::Ct2ToGgmlQ8 | Build::Ct2ToGgmlIq4 => {
-                        count >= 1
-                    }
+                    // Joined in order: one or more parts.
+                    _ => count >= 1,
                 };
                 if !members_ok {
                     return Err(fail(

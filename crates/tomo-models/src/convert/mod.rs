@@ -444,16 +444,14 @@ fn tensor(
         w.i32(to_i32(*dim)?)?;
     }
     w.raw(name.as_bytes())?;
-    match values {
-        values if quantized.is_some() => {
+    match (quantized, values) {
+        (Some((_, _, quantize)), values) => {
             let floats: Vec<f32> = (0..values.len()).map(|i| values.get(i)).collect();
-            if let Some((_, _, quantize)) = quantized {
-                w.raw(&quantize(&floats))?;
-            }
+            w.raw(&quantize(&floats))?;
         }
         // Source already f16 and target f16: copy the bits, no rounding twice.
-        Values::F16(bits) if half => w.raw(bits)?,
-        values => {
+        (None, Values::F16(bits)) if half => w.raw(bits)?,
+        (None, values) => {
             let mut buffer = Vec::with_capacity(values.len() * if half { 2 } else { 4 });
             for i in 0..values.len() {
                 let value = values.get(i);
