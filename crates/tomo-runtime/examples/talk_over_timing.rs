@@ -3,7 +3,10 @@
 //! that room, six times with the phrases rotated (120 per room), and the front end's detection runs on
 //! the result as the listener does it (real AEC3, the live segmenter with its Silero VAD, the barge-in
 //! gate, reset when an answer starts). Prints, per room, how many were held within 300 ms of their onset
-//! and the distribution; then how often the rooms' echo alone was held. Audio time throughout.
+//! and the distribution; the same for the words said with headphones on (the answer playing and the
+//! canceller running, no echo at the microphone) and for the words alone (no answer played, no canceller,
+//! the gate's rules without their echo conditions: how soon Silero lets the gate hold at best); then how
+//! often the rooms' echo alone was held. Audio time throughout.
 //!
 //! `cargo run --release -p tomo-runtime --example talk_over_timing`
 //! The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`.
@@ -11,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use tomo_audio::echo::cancel_recorded;
+use tomo_audio::echo::{CleanedRecording, cancel_recorded};
 use tomo_audio::{BargeInConfig, BargeInGate, EchoConfig, FRAME_SAMPLES, Segmenter, read_wav_mono};
 use tomo_models::ModelStore;
 
@@ -49,15 +52,56 @@ fn answers() -> Result<Vec<(usize, usize)>> {
         .collect()
 }
 
+/// What the listener hears while the character speaks.
+#[derive(Clone, Copy, PartialEq)]
+enum Heard {
+    /// The microphone through the echo canceller, as live.
+    Cancelled,
+    /// The user's words alone, no answer played: no canceller, and the gate's rules without its echo
+    /// conditions (every frame kept whole, counted as cancelling). What Silero allows at best.
+    WordsAlone,
+}
+
+/// Where the user's words are said.
+#[derive(Clone, Copy, PartialEq)]
+enum Scene {
+    /// Over the answer from the speakers: the room's echo under them, cancelled.
+    OverAnswer,
+    /// With headphones on: the answer plays and the canceller runs, but no echo reaches the microphone.
+    Headphones,
+    /// With no answer at all: see [`Heard::WordsAlone`].
+    WordsAlone,
+}
+
 /// Samples where the gate held an answer, running the listener's detection over `mic`.
-fn holds(store: &ModelStore, mic: &[f32], answers: &[(usize, usize)]) -> Result<Vec<usize>> {
-    let played = read_wav_mono(&fixture("echo-answers").join("ref.wav"))?;
-    let cleaned = cancel_recorded(mic, &played, &EchoConfig::default());
+fn holds(
+    store: &ModelStore,
+    mic: &[f32],
+    answers: &[(usize, usize)],
+    heard: Heard,
+) -> Result<Vec<usize>> {
+    let cleaned = match heard {
+        Heard::Cancelled => {
+            let played = read_wav_mono(&fixture("echo-answers").join("ref.wav"))?;
+            cancel_recorded(mic, &played, &EchoConfig::default())
+        }
+        Heard::WordsAlone => CleanedRecording {
+            samples: mic.to_vec(),
+            voice: mic.to_vec(),
+            kept_db: vec![0.0; mic.len() / FRAME_SAMPLES],
+        },
+    };
     let mut segmenter = Segmenter::new(
         tomo_runtime::voice::vad(store)?,
         &tomo_runtime::voice::segmenter_config(),
     );
-    let config = BargeInConfig::default();
+    let config = match heard {
+        Heard::Cancelled => BargeInConfig::default(),
+        Heard::WordsAlone => BargeInConfig {
+            sure_cancelled_db: 0.0,
+            ..BargeInConfig::default()
+        },
+    };
     let mut gate = BargeInGate::new(&config);
     let mut was_speaking = false;
     let mut held = Vec::new();
@@ -84,8 +128,24 @@ fn holds(store: &ModelStore, mic: &[f32], answers: &[(usize, usize)]) -> Result<
     Ok(held)
 }
 
-/// Milliseconds from each phrase's onset to the hold that followed it (None: never held).
-fn room(store: &ModelStore, case: &str, answers: &[(usize, usize)]) -> Result<Vec<Option<f64>>> {
+/// When a phrase's answer was held.
+#[derive(Clone, Copy, PartialEq)]
+enum Held {
+    /// This many milliseconds after the phrase's onset.
+    After(f64),
+    /// Only before the onset: the answer began while the user was still saying the phrase laid over the
+    /// answer before it (a short answer), and the gate held on that.
+    BeforeOnset,
+    Never,
+}
+
+/// When each phrase's answer was held.
+fn room(
+    store: &ModelStore,
+    case: &str,
+    answers: &[(usize, usize)],
+    scene: Scene,
+) -> Result<Vec<Held>> {
     let description = json(&fixture(case).join("case.json"))?;
     let room = description["room"].as_str().context("no room")?.to_owned();
     let mic = read_wav_mono(&fixture(case).join("mic.wav"))?.samples;
@@ -103,21 +163,32 @@ fn room(store: &ModelStore, case: &str, answers: &[(usize, usize)]) -> Result<Ve
     }
     let mut delays = Vec::new();
     for rotation in 0..phrases.len() {
-        let mut heard = echo.clone();
+        let mut mic = match scene {
+            Scene::OverAnswer => echo.clone(),
+            Scene::Headphones | Scene::WordsAlone => vec![0.0; echo.len()],
+        };
         let mut onsets = Vec::new();
         for (i, (answer_start, answer_end)) in answers.iter().enumerate() {
             let (user, onset) = &phrases[(i + rotation) % phrases.len()];
             let at = answer_start + FIRST_AT + STEP * (i % 5);
-            for (sample, said) in heard.iter_mut().skip(at).zip(user) {
+            for (sample, said) in mic.iter_mut().skip(at).zip(user) {
                 *sample += said;
             }
-            onsets.push((at + onset, *answer_end));
+            onsets.push((*answer_start, at + onset, *answer_end));
         }
-        let held = holds(store, &heard, answers)?;
-        for (onset, answer_end) in onsets {
+        let heard = match scene {
+            Scene::OverAnswer | Scene::Headphones => Heard::Cancelled,
+            Scene::WordsAlone => Heard::WordsAlone,
+        };
+        let held = holds(store, &mic, answers, heard)?;
+        for (answer_start, onset, answer_end) in onsets {
             // Only a hold of the same answer counts: the gate starts afresh with the next one.
             let first = held.iter().find(|&&h| h >= onset && h < answer_end);
-            delays.push(first.map(|h| (h - onset) as f64 / 16.0));
+            delays.push(match first {
+                Some(h) => Held::After((h - onset) as f64 / 16.0),
+                None if held.iter().any(|h| (answer_start..onset).contains(h)) => Held::BeforeOnset,
+                None => Held::Never,
+            });
         }
     }
     Ok(delays)
@@ -126,20 +197,51 @@ fn room(store: &ModelStore, case: &str, answers: &[(usize, usize)]) -> Result<Ve
 fn main() -> Result<()> {
     let store = ModelStore::from_env()?;
     let answers = answers()?;
-    for case in ["echo-barge-in", "echo-barge-in-far"] {
-        let delays = room(&store, case, &answers)?;
-        let mut held: Vec<f64> = delays.iter().flatten().copied().collect();
+    for (case, scene, label) in [
+        ("echo-barge-in", Scene::OverAnswer, "echo-barge-in"),
+        ("echo-barge-in-far", Scene::OverAnswer, "echo-barge-in-far"),
+        (
+            "echo-barge-in",
+            Scene::Headphones,
+            "near room's words, headphones",
+        ),
+        (
+            "echo-barge-in-far",
+            Scene::Headphones,
+            "far room's words, headphones",
+        ),
+        (
+            "echo-barge-in",
+            Scene::WordsAlone,
+            "near room's words alone",
+        ),
+        (
+            "echo-barge-in-far",
+            Scene::WordsAlone,
+            "far room's words alone",
+        ),
+    ] {
+        let delays = room(&store, case, &answers, scene)?;
+        let mut held: Vec<f64> = delays
+            .iter()
+            .filter_map(|d| match d {
+                Held::After(ms) => Some(*ms),
+                _ => None,
+            })
+            .collect();
+        let count = |which: Held| delays.iter().filter(|&&d| d == which).count();
         held.sort_by(f64::total_cmp);
         if held.is_empty() {
-            println!("{case}: none of {} phrases was held", delays.len());
+            println!("{label}: none of {} phrases was held", delays.len());
             continue;
         }
         let at = |q: f64| held[((held.len() - 1) as f64 * q).round() as usize];
         println!(
-            "{case}: {} phrases, {} held within 300 ms of their onset, {} never; p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",
+            "{label}: {} phrases, {} held within 300 ms of their onset, {} only before it, {} never; p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",
             delays.len(),
             held.iter().filter(|&&d| d <= 300.0).count(),
-            delays.len() - held.len(),
+            count(Held::BeforeOnset),
+            count(Held::Never),
             at(0.5),
             at(0.9),
             at(1.0),
@@ -147,7 +249,7 @@ fn main() -> Result<()> {
     }
     for case in ["echo-loopback", "echo-room-near", "echo-room-far"] {
         let mic = read_wav_mono(&fixture(case).join("mic.wav"))?.samples;
-        let held = holds(&store, &mic, &answers)?;
+        let held = holds(&store, &mic, &answers, Heard::Cancelled)?;
         println!(
             "{case}: the echo alone held {} of {} answers",
             held.len(),

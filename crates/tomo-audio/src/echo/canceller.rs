@@ -111,8 +111,8 @@ impl Default for EchoConfig {
 /// (86), p90 274 / 290 ms (352 / 455); the echo alone held none of 3 × 20 answers. Long from the first
 /// convergence too: 110 / 111, but the device loop held 5 of 20 answers for their own echo (1 this way,
 /// 0 at 13 blocks). 24 blocks: 107 / 101; 64: 109 / 109; 96 from the start held the echo alone. In the
-/// near room three phrases of the 120 were never held: the gate had fired on that answer's own echo,
-/// 0.2 s into it and before the phrase, which the echo alone never did. The longer filter
+/// near room three phrases of the 120 were held only before their onset: the previous phrase was still
+/// being said as their answer began (the words alone do the same). The longer filter
 /// costs ≈ 0.07 % of a core while the character speaks, nothing while it is quiet (AEC3 rests).
 const FILTER_BLOCKS: usize = 32;
 
