@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use crate::echo::{EchoPath, FrameEcho};
 use crate::segmenter::FRAME_DURATION;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -133,10 +134,11 @@ impl BargeInGate {
         }
     }
 
-    /// The speech probability of the next frame and how much of it the echo canceller let through
-    /// (dB, 0 when it was not cancelling). Returns the barge-in once, the moment enough speech has been
-    /// heard; the same run of speech does not fire again.
-    pub fn push(&mut self, probability: f32, echo_kept_db: f32) -> Option<BargeIn> {
+    /// The speech probability of the next frame and what the echo canceller did to it (how much it let
+    /// through, whether the microphone hears the character at all). Returns the barge-in once, the
+    /// moment enough speech has been heard; the same run of speech does not fire again.
+    pub fn push(&mut self, probability: f32, echo: FrameEcho) -> Option<BargeIn> {
+        let echo_kept_db = echo.kept_db;
         let index = self.frame;
         self.frame += 1;
         if probability >= self.sure_threshold && echo_kept_db >= self.sure_echo_kept_db {
@@ -144,7 +146,9 @@ impl BargeInGate {
         } else {
             self.sure_run = 0;
         }
-        self.since_cancelled = if echo_kept_db <= self.sure_cancelled_db {
+        // With no echo at the microphone (headphones) there is no first echo to mistake for the user.
+        let no_echo = echo.path == EchoPath::Absent;
+        self.since_cancelled = if echo_kept_db <= self.sure_cancelled_db || no_echo {
             Some(0)
         } else {
             self.since_cancelled.map(|n| n + 1)
@@ -195,12 +199,20 @@ impl BargeInGate {
 mod tests {
     use super::*;
 
+    /// A frame of which the canceller let `db` through, the echo heard.
+    fn kept(db: f32) -> FrameEcho {
+        FrameEcho {
+            kept_db: db,
+            path: EchoPath::Heard,
+        }
+    }
+
     /// Frames (probability, dB kept) pushed in turn; the indices of those that held the answer.
     fn held_at(gate: &mut BargeInGate, frames: &[(f32, f32)]) -> Vec<usize> {
         frames
             .iter()
             .enumerate()
-            .filter_map(|(i, &(p, kept))| gate.push(p, kept).map(|_| i))
+            .filter_map(|(i, &(p, db))| gate.push(p, kept(db)).map(|_| i))
             .collect()
     }
 
@@ -215,7 +227,7 @@ mod tests {
     fn feed(gate: &mut BargeInGate, probabilities: &[f32]) -> Vec<BargeIn> {
         probabilities
             .iter()
-            .filter_map(|&p| gate.push(p, 0.0))
+            .filter_map(|&p| gate.push(p, kept(0.0)))
             .collect()
     }
 
@@ -223,10 +235,12 @@ mod tests {
     fn speech_the_canceller_removed_nearly_all_of_is_the_echo() {
         let mut gate = BargeInGate::new(&BargeInConfig::default());
         // Eight speech-like frames of which the canceller kept only -35 dB: the character's residue.
-        let fired: Vec<_> = (0..8).filter_map(|_| gate.push(0.95, -35.0)).collect();
+        let fired: Vec<_> = (0..8)
+            .filter_map(|_| gate.push(0.95, kept(-35.0)))
+            .collect();
         assert!(fired.is_empty());
         // The same frames with the user's voice in them (-8 dB kept) interrupt.
-        let fired: Vec<_> = (0..8).filter_map(|_| gate.push(0.95, -8.0)).collect();
+        let fired: Vec<_> = (0..8).filter_map(|_| gate.push(0.95, kept(-8.0))).collect();
         assert_eq!(fired.len(), 1);
     }
 
@@ -277,7 +291,7 @@ mod tests {
             (0.9, -8.0),
         ]
         .into_iter()
-        .filter_map(|(p, kept)| gate.push(p, kept))
+        .filter_map(|(p, db)| gate.push(p, kept(db)))
         .collect();
         assert_eq!(
             fired,
@@ -304,7 +318,7 @@ mod tests {
     #[test]
     fn a_reset_forgets_what_the_canceller_did_for_the_last_answer() {
         let mut gate = BargeInGate::new(&BargeInConfig::default());
-        gate.push(0.1, -35.0);
+        gate.push(0.1, kept(-35.0));
         gate.reset();
         assert_eq!(held_at(&mut gate, &[(0.95, -8.0); 8]), [5]);
     }
@@ -312,10 +326,22 @@ mod tests {
     #[test]
     fn sure_frames_must_be_in_a_row_and_mostly_kept_by_the_canceller() {
         let mut gate = BargeInGate::new(&BargeInConfig::default());
-        gate.push(0.1, -35.0);
+        gate.push(0.1, kept(-35.0));
         // A less sure frame breaks the run: five speech frames, under the six of `min_speech`.
         assert!(feed(&mut gate, &[0.9, 0.9, 0.7, 0.9, 0.9, 0.1, 0.1]).is_empty());
         // Sure to the VAD but mostly removed by the canceller (-25 dB kept): the full six frames.
         assert_eq!(held_at(&mut gate, &[(0.95, -25.0); 8]), [5]);
+    }
+
+    #[test]
+    fn with_no_echo_at_the_microphone_sure_frames_hold_from_the_start_of_an_answer() {
+        let mut gate = BargeInGate::new(&BargeInConfig::default());
+        let no_echo = FrameEcho {
+            kept_db: 0.0,
+            path: EchoPath::Absent,
+        };
+        let fired: Vec<_> = (0..8).filter_map(|_| gate.push(0.95, no_echo)).collect();
+        assert_eq!(fired.len(), 1);
+        assert_eq!(fired[0].decided_at, FRAME_DURATION * 3);
     }
 }

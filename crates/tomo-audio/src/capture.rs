@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use rodio::cpal;
 
 use crate::device_clock::StreamClock;
-use crate::echo::{BlockLevel, CHUNK, EchoCanceller, EchoConfig, RenderReference};
+use crate::echo::{BlockLevel, CHUNK, EchoCanceller, EchoConfig, FrameEcho, RenderReference};
 use crate::resample::StreamResampler;
 use crate::{FRAME_SAMPLES, SAMPLE_RATE};
 
@@ -150,9 +150,10 @@ pub struct MicFrame {
     /// The same frame for recognition when the echo canceller worked on it: the echo subtracted but the
     /// user's voice not suppressed (`None`: `samples` as they are). See `EchoCanceller::take_voice`.
     pub voice: Option<Vec<f32>>,
-    /// How much of the microphone's energy the echo canceller let through, in dB: 0 when it passed
-    /// the frame untouched; far below 0 when what it heard was the character's own voice.
-    pub echo_kept_db: f32,
+    /// How much of the microphone's energy the echo canceller let through (`kept_db`: 0 when it passed
+    /// the frame untouched; far below 0 when what it heard was the character's own voice), and whether
+    /// it judged that the microphone hears the character at all.
+    pub echo: FrameEcho,
 }
 
 /// Microphone frames, and status events.
@@ -471,7 +472,7 @@ impl Worker {
             let frame = MicFrame {
                 samples: frame.to_vec(),
                 voice: (voice != frame).then(|| voice.to_vec()),
-                echo_kept_db: BlockLevel::kept_db(levels),
+                echo: FrameEcho::of(levels),
             };
             match self.frames.try_send(frame) {
                 Ok(()) => {}

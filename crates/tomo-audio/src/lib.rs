@@ -22,7 +22,7 @@ pub use capture::{
     Capture, CaptureConfig, CaptureError, CaptureStatus, CaptureStreams, MicFrame,
     list_input_devices,
 };
-pub use echo::{EchoCanceller, EchoConfig, EchoOutput, RenderReference};
+pub use echo::{EchoCanceller, EchoConfig, EchoOutput, EchoPath, FrameEcho, RenderReference};
 pub use pcm::Audio;
 pub use playback::{RodioOutput, list_output_devices};
 pub use segmenter::{

@@ -9,8 +9,9 @@ mod common;
 
 use common::echo::{Replay, cleaned_mic, fixture, json, probabilities};
 use tomo_audio::{
-    BargeInConfig, BargeInGate, EchoCanceller, EchoConfig, EchoOutput, FRAME_SAMPLES,
-    RenderReference, Segmenter, SegmenterConfig, SegmenterEvent, SileroVad,
+    BargeInConfig, BargeInGate, EchoCanceller, EchoConfig, EchoOutput, EchoPath, FRAME_SAMPLES,
+    FrameEcho, RenderReference, Segmenter, SegmenterConfig, SegmenterEvent, SileroVad,
+    read_wav_mono,
 };
 
 fn vad() -> Option<SileroVad> {
@@ -20,13 +21,13 @@ fn vad() -> Option<SileroVad> {
 
 /// Barge-ins the gate fires (sample where it decided) on the frames' speech probabilities and what the
 /// canceller kept of them, speech starts the segmenter reports, and the utterances it would hand to ASR.
-fn detections(probabilities: &[f32], kept_db: &[f32]) -> (Vec<usize>, usize, Vec<usize>) {
+fn detections(probabilities: &[f32], echo: &[FrameEcho]) -> (Vec<usize>, usize, Vec<usize>) {
     let mut gate = BargeInGate::new(&BargeInConfig::default());
     let fired = probabilities
         .iter()
-        .zip(kept_db)
+        .zip(echo)
         .enumerate()
-        .filter_map(|(i, (&p, &kept))| gate.push(p, kept).map(|_| (i + 1) * FRAME_SAMPLES))
+        .filter_map(|(i, (&p, &echo))| gate.push(p, echo).map(|_| (i + 1) * FRAME_SAMPLES))
         .collect();
     let mut segmenter = Segmenter::new(
         Replay(probabilities.to_vec(), 0),
@@ -59,9 +60,9 @@ fn no_false_detections(case: &str, vad: &mut SileroVad, no_utterances: bool) {
     assert!(answers.len() >= 20);
     let raw = cleaned_mic(case, None);
     let (raw_fired, raw_starts, raw_segments) =
-        detections(&probabilities(&raw.samples, vad), &raw.kept_db);
+        detections(&probabilities(&raw.samples, vad), &raw.echo);
     let clean = cleaned_mic(case, Some(EchoOutput::default()));
-    let (fired, starts, segments) = detections(&probabilities(&clean.samples, vad), &clean.kept_db);
+    let (fired, starts, segments) = detections(&probabilities(&clean.samples, vad), &clean.echo);
     eprintln!(
         "{case}: without AEC {} barge-ins, {raw_starts} speech onsets, {} utterances; \
          with AEC {} barge-ins, {starts} onsets, {} utterances",
@@ -77,6 +78,10 @@ fn no_false_detections(case: &str, vad: &mut SileroVad, no_utterances: bool) {
     assert!(
         fired.is_empty(),
         "{case}: false barge-ins at samples {fired:?}"
+    );
+    assert!(
+        clean.echo.iter().all(|e| e.path == EchoPath::Heard),
+        "{case}: the echo taken for absent (headphones)"
     );
     let playing = |at: usize| {
         answers.iter().any(|a| {
@@ -170,4 +175,90 @@ fn without_any_reference_the_microphone_passes_through_unchanged() {
         0,
         "AEC3 rests while nothing plays"
     );
+}
+
+/// Frame from which the canceller took the echo for absent, and kept it so; it must be within the first
+/// answer.
+fn absent_from_the_first_answer(case: &str, clean: &tomo_audio::echo::CleanedRecording) -> usize {
+    let answers = json(&fixture("echo-answers").join("answers.json"));
+    let first_answer_end = answers["answers"][0]["end"].as_u64().unwrap() as usize;
+    let from = clean
+        .echo
+        .iter()
+        .position(|e| e.path == EchoPath::Absent)
+        .unwrap_or_else(|| panic!("{case}: the echo never taken for absent"));
+    assert!(
+        from * FRAME_SAMPLES < first_answer_end,
+        "{case}: no echo told only at sample {}",
+        from * FRAME_SAMPLES
+    );
+    assert!(
+        clean.echo[from..]
+            .iter()
+            .all(|e| e.path == EchoPath::Absent)
+    );
+    from
+}
+
+#[test]
+fn with_headphones_and_nobody_talking_nothing_is_held() {
+    let Some(mut vad) = vad() else {
+        return;
+    };
+    let clean = cleaned_mic("echo-headset-quiet", Some(EchoOutput::default()));
+    absent_from_the_first_answer("echo-headset-quiet", &clean);
+    let (fired, _, segments) = detections(&probabilities(&clean.samples, &mut vad), &clean.echo);
+    assert!(
+        fired.is_empty() && segments.is_empty(),
+        "{fired:?} {segments:?}"
+    );
+}
+
+/// With headphones on (`echo-headset`: the near room's user, no echo, a -60 dBFS floor) the suppressor
+/// is off from the first answer: the words go through whole and hold their answers, the cough and the
+/// clicks do not.
+#[test]
+fn with_headphones_the_users_words_pass_whole_from_the_first_answers() {
+    let Some(mut vad) = vad() else {
+        return;
+    };
+    let mic = read_wav_mono(&fixture("echo-headset").join("mic.wav"))
+        .unwrap()
+        .samples;
+    let clean = cleaned_mic("echo-headset", Some(EchoOutput::default()));
+    absent_from_the_first_answer("echo-headset", &clean);
+
+    let (fired, _, _) = detections(&probabilities(&clean.samples, &mut vad), &clean.echo);
+    let case = json(&fixture("echo-headset").join("case.json"));
+    let events = case["events"].as_array().unwrap();
+    let span = |e: &serde_json::Value, from: &str| {
+        e[from].as_u64().unwrap() as usize..e["end"].as_u64().unwrap() as usize
+    };
+    let energy = |x: &[f32]| x.iter().map(|s| f64::from(s * s)).sum::<f64>();
+    for event in events.iter().filter(|e| e["kind"] == "words") {
+        let words = span(event, "onset");
+        let kept_db =
+            10.0 * (energy(&clean.samples[words.clone()]) / energy(&mic[words.clone()])).log10();
+        assert!(
+            kept_db > -1.0,
+            "{}: the canceller took {kept_db:.1} dB of the words",
+            event["text"]
+        );
+        assert!(
+            fired.iter().any(|at| words.contains(at)),
+            "{}: never held ({fired:?})",
+            event["text"]
+        );
+    }
+    // The "mm-hm", heard whole, may be held (as over the answer in the far room): its words let the
+    // answer go on (tomo-runtime's tests/talk_over_echo.rs).
+    let unasked: Vec<_> = fired
+        .iter()
+        .filter(|at| {
+            !events.iter().any(|e| {
+                (e["kind"] == "words" || e["kind"] == "mm-hm") && span(e, "start").contains(at)
+            })
+        })
+        .collect();
+    assert!(unasked.is_empty(), "held with no words said at {unasked:?}");
 }

@@ -4,7 +4,7 @@
 //! the result as the listener does it (real AEC3, the live segmenter with its Silero VAD, the barge-in
 //! gate, reset when an answer starts). Prints, per room, how many were held within 300 ms of their onset
 //! and the distribution; the same for the words said with headphones on (the answer playing and the
-//! canceller running, no echo at the microphone) and for the words alone (no answer played, no canceller,
+//! canceller running, no echo at the microphone, a noise floor) and for the words alone (no answer played, no canceller,
 //! the gate's rules without their echo conditions: how soon Silero lets the gate hold at best); then how
 //! often the rooms' echo alone was held. Audio time throughout.
 //!
@@ -15,7 +15,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use tomo_audio::echo::{CleanedRecording, cancel_recorded};
-use tomo_audio::{BargeInConfig, BargeInGate, EchoConfig, FRAME_SAMPLES, Segmenter, read_wav_mono};
+use tomo_audio::{
+    BargeInConfig, BargeInGate, EchoConfig, EchoPath, FRAME_SAMPLES, FrameEcho, Segmenter,
+    read_wav_mono,
+};
 use tomo_models::ModelStore;
 
 /// When a phrase begins after the start of the answer it is laid over: 0.4 s, then 0.1 s later for each
@@ -52,25 +55,28 @@ fn answers() -> Result<Vec<(usize, usize)>> {
         .collect()
 }
 
-/// What the listener hears while the character speaks.
-#[derive(Clone, Copy, PartialEq)]
-enum Heard {
-    /// The microphone through the echo canceller, as live.
-    Cancelled,
-    /// The user's words alone, no answer played: no canceller, and the gate's rules without its echo
-    /// conditions (every frame kept whole, counted as cancelling). What Silero allows at best.
-    WordsAlone,
-}
-
 /// Where the user's words are said.
 #[derive(Clone, Copy, PartialEq)]
 enum Scene {
     /// Over the answer from the speakers: the room's echo under them, cancelled.
     OverAnswer,
-    /// With headphones on: the answer plays and the canceller runs, but no echo reaches the microphone.
+    /// With headphones on: the answer plays and the canceller runs, but no echo reaches the microphone,
+    /// only a -60 dBFS noise floor.
     Headphones,
-    /// With no answer at all: see [`Heard::WordsAlone`].
+    /// With no answer at all: no canceller, and the gate's rules without their echo conditions (every
+    /// frame kept whole, no echo at the microphone). What Silero allows at best.
     WordsAlone,
+}
+
+/// A headset microphone's hiss: uniform noise at -60 dBFS RMS, the same every run.
+fn noise_floor(len: usize) -> Vec<f32> {
+    let mut state = 1_u32;
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (state as f32 / u32::MAX as f32 * 2.0 - 1.0) * 0.001_732
+        })
+        .collect()
 }
 
 /// Samples where the gate held an answer, running the listener's detection over `mic`.
@@ -78,34 +84,34 @@ fn holds(
     store: &ModelStore,
     mic: &[f32],
     answers: &[(usize, usize)],
-    heard: Heard,
+    scene: Scene,
 ) -> Result<Vec<usize>> {
-    let cleaned = match heard {
-        Heard::Cancelled => {
+    let cleaned = match scene {
+        Scene::OverAnswer | Scene::Headphones => {
             let played = read_wav_mono(&fixture("echo-answers").join("ref.wav"))?;
             cancel_recorded(mic, &played, &EchoConfig::default())
         }
-        Heard::WordsAlone => CleanedRecording {
+        Scene::WordsAlone => CleanedRecording {
             samples: mic.to_vec(),
             voice: mic.to_vec(),
-            kept_db: vec![0.0; mic.len() / FRAME_SAMPLES],
+            echo: vec![
+                FrameEcho {
+                    kept_db: 0.0,
+                    path: EchoPath::Absent,
+                };
+                mic.len() / FRAME_SAMPLES
+            ],
         },
     };
     let mut segmenter = Segmenter::new(
         tomo_runtime::voice::vad(store)?,
         &tomo_runtime::voice::segmenter_config(),
     );
-    let config = match heard {
-        Heard::Cancelled => BargeInConfig::default(),
-        Heard::WordsAlone => BargeInConfig {
-            sure_cancelled_db: 0.0,
-            ..BargeInConfig::default()
-        },
-    };
+    let config = BargeInConfig::default();
     let mut gate = BargeInGate::new(&config);
     let mut was_speaking = false;
     let mut held = Vec::new();
-    for (k, kept_db) in cleaned.kept_db.iter().enumerate() {
+    for (k, echo) in cleaned.echo.iter().enumerate() {
         let frame = k * FRAME_SAMPLES..(k + 1) * FRAME_SAMPLES;
         if frame.end > cleaned.samples.len() {
             break;
@@ -121,7 +127,7 @@ fn holds(
             gate = BargeInGate::new(&config);
         }
         was_speaking = speaking;
-        if speaking && gate.push(segmenter.last_probability(), *kept_db).is_some() {
+        if speaking && gate.push(segmenter.last_probability(), *echo).is_some() {
             held.push(frame.end);
         }
     }
@@ -165,7 +171,8 @@ fn room(
     for rotation in 0..phrases.len() {
         let mut mic = match scene {
             Scene::OverAnswer => echo.clone(),
-            Scene::Headphones | Scene::WordsAlone => vec![0.0; echo.len()],
+            Scene::Headphones => noise_floor(echo.len()),
+            Scene::WordsAlone => vec![0.0; echo.len()],
         };
         let mut onsets = Vec::new();
         for (i, (answer_start, answer_end)) in answers.iter().enumerate() {
@@ -176,11 +183,7 @@ fn room(
             }
             onsets.push((*answer_start, at + onset, *answer_end));
         }
-        let heard = match scene {
-            Scene::OverAnswer | Scene::Headphones => Heard::Cancelled,
-            Scene::WordsAlone => Heard::WordsAlone,
-        };
-        let held = holds(store, &mic, answers, heard)?;
+        let held = holds(store, &mic, answers, scene)?;
         for (answer_start, onset, answer_end) in onsets {
             // Only a hold of the same answer counts: the gate starts afresh with the next one.
             let first = held.iter().find(|&&h| h >= onset && h < answer_end);
@@ -249,7 +252,7 @@ fn main() -> Result<()> {
     }
     for case in ["echo-loopback", "echo-room-near", "echo-room-far"] {
         let mic = read_wav_mono(&fixture(case).join("mic.wav"))?.samples;
-        let held = holds(&store, &mic, &answers, Heard::Cancelled)?;
+        let held = holds(&store, &mic, &answers, Scene::OverAnswer)?;
         println!(
             "{case}: the echo alone held {} of {} answers",
             held.len(),

@@ -253,13 +253,14 @@ impl FrontEnd {
             && wanted == ListenMode::HandsFree
             && self
                 .gate
-                .push(self.segmenter.last_probability(), frame.echo_kept_db)
+                .push(self.segmenter.last_probability(), frame.echo)
                 .is_some()
         {
             // What the canceller kept of the deciding frame tells residual echo (far below 0 dB) from
             // the user's voice over it.
             tracing::debug!(
-                echo_kept_db = frame.echo_kept_db,
+                echo_kept_db = frame.echo.kept_db,
+                echo_path = ?frame.echo.path,
                 probability = self.segmenter.last_probability(),
                 into_speech_ms = position.saturating_sub(self.answer_from).as_millis() as u64,
                 "barge-in: the user talks over the character"

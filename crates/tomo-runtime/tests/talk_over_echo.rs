@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use tomo_audio::echo::cancel_recorded;
 use tomo_audio::{
-    BargeInConfig, BargeInGate, EchoConfig, FRAME_SAMPLES, Segmenter, SegmenterEvent, read_wav_mono,
+    BargeInConfig, BargeInGate, EchoConfig, FRAME_SAMPLES, FrameEcho, Segmenter, SegmenterEvent,
+    read_wav_mono,
 };
 use tomo_core::session::verdict::{Judging, Verdict, verdict};
 use tomo_models::ModelStore;
@@ -131,13 +132,13 @@ fn held_utterances(case: &str) -> Option<Vec<Held>> {
         // microphone hears the user alone until the utterance ends (the echo canceller passes it
         // through untouched while nothing plays).
         let quiet = utterance.is_some_and(|u| u.held_at.is_some_and(|h| at >= h + DEVICE_QUIET));
-        let (analysed, voice, kept_db) = if quiet {
-            (&user[frame.clone()], &user[frame], 0.0)
+        let (analysed, voice, echo) = if quiet {
+            (&user[frame.clone()], &user[frame], FrameEcho::default())
         } else {
             (
                 &cleaned.samples[frame.clone()],
                 &cleaned.voice[frame],
-                cleaned.kept_db[k],
+                cleaned.echo[k],
             )
         };
         let events = segmenter.push_heard(analysed, voice).unwrap();
@@ -154,7 +155,7 @@ fn held_utterances(case: &str) -> Option<Vec<Held>> {
         was_speaking = speaking;
         let gating = speaking || utterance.is_some_and(|u| u.gated && u.held_at.is_none());
         if gating
-            && gate.push(segmenter.last_probability(), kept_db).is_some()
+            && gate.push(segmenter.last_probability(), echo).is_some()
             && let Some(u) = utterance
                 .as_mut()
                 .filter(|u| u.gated && u.held_at.is_none())
@@ -212,11 +213,23 @@ fn in_the_far_room_words_stop_the_answer_and_noises_do_not() {
     judge_case("echo-barge-in-far", &["cough", "clicks", "mm-hm"]);
 }
 
-/// Twenty answers with nobody talking, heard back through the loopback and the two rooms: whatever the
-/// gate holds (the canceller's residue) lets the answer go on.
+/// Headphones on: no echo at the microphone, the near room's user over a -60 dBFS floor; the suppressor
+/// goes off within the first answer.
+#[test]
+fn with_headphones_words_stop_the_answer_from_the_first_answers() {
+    judge_case("echo-headset", &["cough", "clicks", "mm-hm"]);
+}
+
+/// Twenty answers with nobody talking, heard back through the loopback and the two rooms (and not at
+/// all, with headphones): whatever the gate holds (the canceller's residue) lets the answer go on.
 #[test]
 fn the_characters_own_voice_never_stops_its_answer() {
-    for case in ["echo-loopback", "echo-room-near", "echo-room-far"] {
+    for case in [
+        "echo-loopback",
+        "echo-room-near",
+        "echo-room-far",
+        "echo-headset-quiet",
+    ] {
         let Some(held) = held_utterances(case) else {
             return;
         };

@@ -5,7 +5,8 @@
 //! splitting of the full audio-processing module is needed): that gives access to its configuration and
 //! to both of its outputs, the linear filter's (the echo subtracted, the user's voice untouched) and the
 //! suppressor's (residual echo masked too, at the price of attenuating the user's first syllables while
-//! both talk at once).
+//! both talk at once). With no echo at the microphone at all (headphones: [`super::path`]) the linear
+//! output goes on instead, and the warm-up's silence is skipped.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -14,6 +15,7 @@ use sonora_aec3::block::Block;
 use sonora_aec3::block_processor::BlockProcessor;
 use sonora_aec3::config::EchoCanceller3Config;
 
+use super::path::{EchoPath, EchoPathDetector};
 use super::reference::{CONTIGUOUS_TOLERANCE, ReferenceTimeline, RenderReference};
 use crate::SAMPLE_RATE;
 
@@ -31,6 +33,8 @@ const SOUNDING: f32 = 0.001;
 pub struct BlockLevel {
     pub input: f32,
     pub output: f32,
+    /// What the canceller assumed about the echo as it cleaned the block.
+    pub path: EchoPath,
 }
 
 impl BlockLevel {
@@ -40,6 +44,7 @@ impl BlockLevel {
         Self {
             input,
             output: input,
+            path: EchoPath::default(),
         }
     }
 
@@ -55,6 +60,30 @@ impl BlockLevel {
 
 fn energy(samples: &[f32]) -> f32 {
     samples.iter().map(|s| s * s).sum()
+}
+
+/// What the canceller did to one frame of blocks, as the barge-in gate weighs it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FrameEcho {
+    /// How much of the microphone's energy it let through (dB; 0 when untouched).
+    pub kept_db: f32,
+    /// [`EchoPath::Absent`] when it judged, for every block, that the microphone hears no echo.
+    pub path: EchoPath,
+}
+
+impl FrameEcho {
+    pub fn of(levels: &[BlockLevel]) -> Self {
+        let absent =
+            !levels.is_empty() && levels.iter().all(|level| level.path == EchoPath::Absent);
+        Self {
+            kept_db: BlockLevel::kept_db(levels),
+            path: if absent {
+                EchoPath::Absent
+            } else {
+                EchoPath::Heard
+            },
+        }
+    }
 }
 
 /// Which of AEC3's outputs leaves the canceller.
@@ -156,6 +185,9 @@ pub struct EchoCanceller {
     recent: BlockLevel,
     /// Samples of sounding reference AEC3 must still hear before its output is let through.
     warm_up_left: i64,
+    /// Whether the microphone hears the speakers (headphones): decides between the suppressed output
+    /// and the linear one.
+    echo_path: EchoPathDetector,
 }
 
 impl std::fmt::Debug for EchoCanceller {
@@ -193,12 +225,18 @@ impl EchoCanceller {
             cancelled_chunks: 0,
             recent: BlockLevel::default(),
             warm_up_left: samples(config.warm_up),
+            echo_path: EchoPathDetector::default(),
         }
     }
 
     /// The handle the playback side feeds.
     pub fn reference(&self) -> &RenderReference {
         self.timeline.reference()
+    }
+
+    /// Whether the microphone hears the speakers, as judged so far.
+    pub fn echo_path(&self) -> EchoPath {
+        self.echo_path.path()
     }
 
     /// Blocks (4 ms) that went through AEC3 so far.
@@ -322,7 +360,12 @@ impl EchoCanceller {
         if self.is_idle(index) {
             self.output.extend(chunk);
             self.voice.extend_from_slice(chunk);
-            self.levels.push(BlockLevel::untouched(chunk));
+            let level = BlockLevel {
+                path: self.echo_path.path(),
+                ..BlockLevel::untouched(chunk)
+            };
+            self.echo_path.block(level.input, level.input, 0.0);
+            self.levels.push(level);
             return;
         }
         let input = energy(chunk);
@@ -346,15 +389,28 @@ impl EchoCanceller {
             Some(&mut self.linear_block),
             &mut self.capture_block,
         );
-        if self.warm_up_left > 0 {
+        let linear = energy(self.linear_block.view(0, 0)) / (SCALE * SCALE);
+        self.echo_path
+            .block(input, linear, energy(&self.reference_chunk));
+        let path = self.echo_path.path();
+        if self.warm_up_left > 0 && path == EchoPath::Heard {
             if self.reference_chunk.iter().any(|s| s.abs() > SOUNDING) {
                 self.warm_up_left -= CHUNK as i64;
             }
             self.output.extend([0.0; CHUNK]);
             self.voice.extend_from_slice(&[0.0; CHUNK]);
-            self.levels.push(BlockLevel { input, output: 0.0 });
+            self.levels.push(BlockLevel {
+                input,
+                output: 0.0,
+                path,
+            });
         } else {
-            let cleaned = match self.output_kind {
+            // With no echo at the microphone the suppressor has nothing to take but the user's voice.
+            let output_kind = match path {
+                EchoPath::Heard => self.output_kind,
+                EchoPath::Absent => EchoOutput::Linear,
+            };
+            let cleaned = match output_kind {
                 EchoOutput::Linear => self.linear_block.view(0, 0),
                 EchoOutput::Suppressed => self.capture_block.view(0, 0),
             };
@@ -364,6 +420,7 @@ impl EchoCanceller {
             let level = BlockLevel {
                 input,
                 output: energy(cleaned) / (SCALE * SCALE),
+                path,
             };
             self.levels.push(level);
             self.recent.input += level.input;

@@ -3,9 +3,11 @@
 //! talk over the character without headphones.
 
 pub mod canceller;
+pub mod path;
 pub mod recorded;
 pub mod reference;
 
-pub use canceller::{BlockLevel, CHUNK, EchoCanceller, EchoConfig, EchoOutput};
+pub use canceller::{BlockLevel, CHUNK, EchoCanceller, EchoConfig, EchoOutput, FrameEcho};
+pub use path::{EchoPath, EchoPathDetector};
 pub use recorded::{CleanedRecording, cancel_recorded};
 pub use reference::{ReferenceTimeline, RenderReference};

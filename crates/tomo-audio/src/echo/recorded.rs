@@ -2,7 +2,7 @@
 //! speakers played, with the reference fed as the live playback side feeds it. For the echo fixtures
 //! (tests/fixtures/echo-*) and for looking into a recording of a session.
 
-use crate::echo::{BlockLevel, CHUNK, EchoCanceller, EchoConfig, RenderReference};
+use crate::echo::{CHUNK, EchoCanceller, EchoConfig, FrameEcho, RenderReference};
 use crate::{Audio, FRAME_SAMPLES};
 
 /// How far the playback side runs ahead of the capture (16 kHz samples): the device pulls ahead.
@@ -10,13 +10,13 @@ const PLAYBACK_LEAD: i64 = 1_600;
 /// Samples per reference block, as the playback tap hands them over.
 const TAP_BLOCK: usize = 256;
 
-/// A microphone recording after the canceller, and per 32 ms frame what the canceller kept of it (dB).
+/// A microphone recording after the canceller, and per 32 ms frame what the canceller did to it.
 #[derive(Debug, Clone)]
 pub struct CleanedRecording {
     pub samples: Vec<f32>,
     /// The linear filter's output (the user's voice for recognition; see `EchoCanceller::take_voice`).
     pub voice: Vec<f32>,
-    pub kept_db: Vec<f32>,
+    pub echo: Vec<FrameEcho>,
 }
 
 /// Cancels `played` (what the speakers played, any rate, starting with the microphone's first
@@ -54,13 +54,13 @@ pub fn cancel_recorded(mic: &[f32], played: &Audio, config: &EchoConfig) -> Clea
             );
         }
     }
-    let kept_db = levels
+    let echo = levels
         .chunks(FRAME_SAMPLES / CHUNK)
-        .map(BlockLevel::kept_db)
+        .map(FrameEcho::of)
         .collect();
     CleanedRecording {
         samples,
         voice,
-        kept_db,
+        echo,
     }
 }

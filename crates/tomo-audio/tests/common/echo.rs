@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use tomo_audio::echo::cancel_recorded;
-use tomo_audio::{EchoConfig, EchoOutput, FRAME_SAMPLES, SileroVad, VoiceActivity, read_wav_mono};
+use tomo_audio::{
+    EchoConfig, EchoOutput, FRAME_SAMPLES, FrameEcho, SileroVad, VoiceActivity, read_wav_mono,
+};
 
 pub use tomo_audio::echo::CleanedRecording as Cleaned;
 
@@ -24,11 +26,11 @@ pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Cleaned {
     let mic = read_wav_mono(&fixture(case).join("mic.wav")).unwrap();
     assert_eq!(mic.sample_rate, 16_000);
     let Some(output) = aec else {
-        let kept_db = vec![0.0; mic.samples.len() / FRAME_SAMPLES];
+        let echo = vec![FrameEcho::default(); mic.samples.len() / FRAME_SAMPLES];
         return Cleaned {
             voice: mic.samples.clone(),
             samples: mic.samples,
-            kept_db,
+            echo,
         };
     };
     let played = read_wav_mono(&fixture("echo-answers").join("ref.wav")).unwrap();
