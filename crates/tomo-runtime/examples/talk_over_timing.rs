@@ -61,22 +61,11 @@ enum Scene {
     /// Over the answer from the speakers: the room's echo under them, cancelled.
     OverAnswer,
     /// With headphones on: the answer plays and the canceller runs, but no echo reaches the microphone,
-    /// only a -60 dBFS noise floor.
+    /// only its own noise floor (`echo-headset-quiet`).
     Headphones,
     /// With no answer at all: no canceller, and the gate's rules without their echo conditions (every
     /// frame kept whole, no echo at the microphone). What Silero allows at best.
     WordsAlone,
-}
-
-/// A headset microphone's hiss: uniform noise at -60 dBFS RMS, the same every run.
-fn noise_floor(len: usize) -> Vec<f32> {
-    let mut state = 1_u32;
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (state as f32 / u32::MAX as f32 * 2.0 - 1.0) * 0.001_732
-        })
-        .collect()
 }
 
 /// Samples where the gate held an answer, running the listener's detection over `mic`.
@@ -167,11 +156,13 @@ fn room(
             .collect();
         phrases.push((user, field(event, "onset")? - start));
     }
+    // A headset microphone's own floor with nobody talking (pink noise, -60 dBFS).
+    let headset_floor = read_wav_mono(&fixture("echo-headset-quiet").join("mic.wav"))?.samples;
     let mut delays = Vec::new();
     for rotation in 0..phrases.len() {
         let mut mic = match scene {
             Scene::OverAnswer => echo.clone(),
-            Scene::Headphones => noise_floor(echo.len()),
+            Scene::Headphones => headset_floor.clone(),
             Scene::WordsAlone => vec![0.0; echo.len()],
         };
         let mut onsets = Vec::new();

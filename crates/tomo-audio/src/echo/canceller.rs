@@ -234,11 +234,6 @@ impl EchoCanceller {
         self.timeline.reference()
     }
 
-    /// Whether the microphone hears the speakers, as judged so far.
-    pub fn echo_path(&self) -> EchoPath {
-        self.echo_path.path()
-    }
-
     /// Blocks (4 ms) that went through AEC3 so far.
     pub fn cancelled_chunks(&self) -> u64 {
         self.cancelled_chunks

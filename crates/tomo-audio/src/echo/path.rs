@@ -45,8 +45,9 @@ pub enum EchoPath {
     Absent,
 }
 
-fn db(ratio: f32) -> f32 {
-    10f32.powf(ratio / 10.0)
+/// The power ratio of `db` decibels.
+fn from_db(db: f32) -> f32 {
+    10f32.powf(db / 10.0)
 }
 
 /// Energies of one window being summed.
@@ -111,7 +112,7 @@ impl EchoPathDetector {
         let Some(floor) = self.floor else {
             return;
         };
-        let above_floor = mic > floor.max(MIN_FLOOR) * db(MARGIN_DB);
+        let above_floor = mic > floor.max(MIN_FLOOR) * from_db(MARGIN_DB);
         let judged = self.loud_reference >= LOUD_WINDOWS;
         match self.path {
             EchoPath::Heard if above_floor => self.quiet = 0,
@@ -125,7 +126,7 @@ impl EchoPathDetector {
                     );
                 }
             }
-            EchoPath::Absent if judged && above_floor && linear * db(CANCELLED_DB) <= mic => {
+            EchoPath::Absent if judged && above_floor && linear * from_db(CANCELLED_DB) <= mic => {
                 self.path = EchoPath::Heard;
                 self.quiet = 0;
                 tracing::info!("the microphone hears the character again: echo suppression on");
@@ -142,7 +143,7 @@ mod tests {
 
     /// Block energy of a signal at `dbfs` RMS.
     fn block(dbfs: f32) -> f32 {
-        db(dbfs) * CHUNK as f32
+        from_db(dbfs) * CHUNK as f32
     }
 
     const FLOOR_DBFS: f32 = -60.0;
