@@ -173,6 +173,16 @@ impl StreamClock {
     }
 }
 
+/// When the output device pulled a frame: on the steady clock, and as the frame's number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pull {
+    pub(crate) at: Instant,
+    /// Device frames pulled before it since the stream opened (silence included).
+    pub(crate) frame: u64,
+    /// The device's frame rate.
+    pub(crate) rate: u32,
+}
+
 /// Frames between two observations of the output clock (~5 ms at 48 kHz).
 const OUTPUT_MARK: u64 = 256;
 
@@ -213,8 +223,9 @@ impl OutputClock {
     }
 
     /// When the frame the device is pulling now was pulled, on the steady clock (before the device
-    /// pulled anything: now).
-    pub(crate) fn pulling_now(&self) -> Instant {
+    /// pulled anything: now), and which frame it is (frames since the stream opened, silence included:
+    /// a count that does not wander with the clock's origin).
+    pub(crate) fn pull_now(&self) -> Pull {
         let frames = self.shared.frames.load(Ordering::Relaxed);
         let origin = self
             .shared
@@ -222,11 +233,16 @@ impl OutputClock {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .origin();
-        match origin {
+        let at = match origin {
             Some(origin) => {
                 origin + Duration::from_secs_f64(frames as f64 / f64::from(self.shared.rate))
             }
             None => Instant::now(),
+        };
+        Pull {
+            at,
+            frame: frames,
+            rate: self.shared.rate,
         }
     }
 
@@ -371,13 +387,13 @@ mod tests {
         // An underrun of 200 ms: what is pulled now sounds 200 ms later than the count says.
         pulls(&clock, t0 + ms(200), 100, 50, |_| 3);
         assert_eq!(
-            offset(clock.pulling_now(), truth(149 * 480)),
+            offset(clock.pull_now().at, truth(149 * 480)),
             3,
             "one late stretch is taken for jitter"
         );
         pulls(&clock, t0 + ms(200), 150, 400, |_| 3);
         assert_eq!(
-            offset(clock.pulling_now(), truth(549 * 480)),
+            offset(clock.pull_now().at, truth(549 * 480)),
             203,
             "after the window, the loss is followed"
         );
@@ -401,10 +417,10 @@ mod tests {
             [40, 10, 25][i as usize % 3]
         });
         let truth = |frames: u64| t0 + Duration::from_secs_f64(frames as f64 / f64::from(RATE));
-        assert_eq!(offset(clock.pulling_now(), truth(4 * 480)), 1_910);
+        assert_eq!(offset(clock.pull_now().at, truth(4 * 480)), 1_910);
         pulls(&clock, t0 + ms(1_900), 5, 10, |i| [20, 5][i as usize % 2]);
         assert_eq!(
-            offset(clock.pulling_now(), truth(14 * 480)),
+            offset(clock.pull_now().at, truth(14 * 480)),
             1_905,
             "the earliest pull since the stall"
         );
@@ -443,7 +459,7 @@ mod tests {
             let need = t0 + Duration::from_secs_f64(first as f64 / f64::from(RATE));
             clock.pulled(first, need + ms(40) - ms(ahead));
         }
-        let now = clock.pulling_now();
+        let now = clock.pull_now().at;
         let truth =
             t0 + Duration::from_secs_f64((59 * 4096) as f64 / f64::from(RATE)) + ms(40) - ms(30);
         assert_eq!(offset(now, truth), 0);

@@ -17,7 +17,7 @@ pub mod vad;
 pub mod wav_input;
 pub mod wav_output;
 
-pub use barge_in::{BargeIn, BargeInConfig, BargeInGate};
+pub use barge_in::{BargeIn, BargeInConfig, BargeInGate, HeldBy};
 pub use capture::{
     Capture, CaptureConfig, CaptureError, CaptureStatus, CaptureStreams, MicFrame,
     list_input_devices,

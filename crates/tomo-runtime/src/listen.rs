@@ -251,14 +251,14 @@ impl FrontEnd {
         let gating = speaking || self.utterance.is_some_and(|u| u.gated && !u.announced);
         if gating
             && wanted == ListenMode::HandsFree
-            && self
+            && let Some(held) = self
                 .gate
                 .push(self.segmenter.last_probability(), frame.echo)
-                .is_some()
         {
             // What the canceller kept of the deciding frame tells residual echo (far below 0 dB) from
             // the user's voice over it.
             tracing::debug!(
+                by = ?held.by,
                 echo_kept_db = frame.echo.kept_db,
                 echo_path = ?frame.echo.path,
                 probability = self.segmenter.last_probability(),

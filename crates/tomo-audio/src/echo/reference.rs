@@ -7,18 +7,29 @@
 //! jitter (through PulseAudio's ALSA plugin by 60-80 ms: the device pulls in bursts); a block that starts within [`CONTIGUOUS_TOLERANCE`] of where the previous
 //! one ended is taken as its continuation (no clicks, no gaps), and only a larger jump (a pause in
 //! playback, an underrun) moves the write position. Where nothing was played the reference is silence.
+//!
+//! A new stretch (the next sentence or answer after a pause) is placed by the device frames pulled
+//! since the last stretch began, not by the clock's stamp, unless the two disagree by more than
+//! [`REANCHOR_TOLERANCE`]: the stamps come from an origin that is re-estimated from the earliest
+//! deliveries and keeps creeping earlier, and through the null-sink loop each new answer then met its
+//! echo 0-29 samples off where the last one did (+90 ppm over a run), so AEC3's linear filter started
+//! over at every answer, while the frame count, like the echo, stayed put.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::SAMPLE_RATE;
+use crate::device_clock::Pull;
 use crate::resample::StreamResampler;
 
 /// Blocks whose start is this close to the end of the previous one continue it: more than the bursts'
 /// jitter (re-anchoring on jitter shifts the reference against the echo, and the canceller loses its
 /// adapted filter each time), less than a pause between sentences usually is.
 pub const CONTIGUOUS_TOLERANCE: Duration = Duration::from_millis(100);
+/// A new stretch goes where the device frames since the last one put it, unless its stamp says more
+/// than this otherwise (the device stalled or lost time: its frames no longer count time).
+const REANCHOR_TOLERANCE: Duration = Duration::from_millis(20);
 /// Input frames per FFT call of the reference's resampler (one tap block).
 const RESAMPLE_CHUNK: usize = 256;
 /// Reference audio kept for the capture side (more than any device delay the canceller can handle).
@@ -37,6 +48,22 @@ struct Block {
     sample_rate: u32,
     /// 16 kHz sample index (since the epoch) at which its first sample is heard.
     at: i64,
+    /// The output device frame that pulled its first sample (`None`: placed by `at` alone).
+    device: Option<DeviceFrame>,
+}
+
+/// An output device frame number at the device's rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DeviceFrame {
+    frame: u64,
+    rate: u32,
+}
+
+/// Where the last stretch placed by a device frame began.
+#[derive(Debug, Clone, Copy)]
+struct Anchor {
+    at: i64,
+    device: DeviceFrame,
 }
 
 struct Shared {
@@ -106,12 +133,23 @@ impl RenderReference {
     pub fn push(&self, samples: &[f32], sample_rate: u32, heard_at: Instant) {
         let mut shared = lock(&self.shared);
         let at = index_of(shared.epoch, heard_at);
-        push_block(&mut shared, samples, sample_rate, at);
+        push_block(&mut shared, samples, sample_rate, at, None);
+    }
+
+    /// Like [`RenderReference::push`], with the output device frame that pulled the first sample.
+    pub(crate) fn push_pulled(&self, samples: &[f32], sample_rate: u32, pulled: Pull) {
+        let mut shared = lock(&self.shared);
+        let at = index_of(shared.epoch, pulled.at);
+        let device = DeviceFrame {
+            frame: pulled.frame,
+            rate: pulled.rate,
+        };
+        push_block(&mut shared, samples, sample_rate, at, Some(device));
     }
 
     /// Like [`RenderReference::push`] with the time given as a 16 kHz sample index (tests, files).
     pub fn push_at(&self, samples: &[f32], sample_rate: u32, index: i64) {
-        push_block(&mut lock(&self.shared), samples, sample_rate, index);
+        push_block(&mut lock(&self.shared), samples, sample_rate, index, None);
     }
 
     /// Blocks dropped because the capture side did not take them.
@@ -132,7 +170,13 @@ fn index_of(epoch: Instant, instant: Instant) -> i64 {
     sign * samples_for(magnitude) as i64
 }
 
-fn push_block(shared: &mut Shared, samples: &[f32], sample_rate: u32, at: i64) {
+fn push_block(
+    shared: &mut Shared,
+    samples: &[f32],
+    sample_rate: u32,
+    at: i64,
+    device: Option<DeviceFrame>,
+) {
     if samples.is_empty() || sample_rate == 0 {
         return;
     }
@@ -144,6 +188,7 @@ fn push_block(shared: &mut Shared, samples: &[f32], sample_rate: u32, at: i64) {
         samples: samples.to_vec(),
         sample_rate,
         at,
+        device,
     });
 }
 
@@ -168,6 +213,7 @@ pub struct ReferenceTimeline {
     stretch: Option<Stretch>,
     /// Index just past the last sample that was really played (not filled silence).
     last_played: Option<i64>,
+    anchor: Option<Anchor>,
 }
 
 impl ReferenceTimeline {
@@ -178,6 +224,7 @@ impl ReferenceTimeline {
             start: 0,
             stretch: None,
             last_played: None,
+            anchor: None,
         }
     }
 
@@ -215,6 +262,7 @@ impl ReferenceTimeline {
         });
         if !continues {
             self.flush();
+            let start = self.new_stretch_at(&block);
             // Small FFT chunks: what was pulled reaches the timeline within ~12 ms, so the canceller
             // hardly waits for its reference.
             let Ok(resampler) =
@@ -225,8 +273,8 @@ impl ReferenceTimeline {
             self.stretch = Some(Stretch {
                 rate: block.sample_rate,
                 resampler,
-                start: block.at,
-                input_end: block.at,
+                start,
+                input_end: start,
                 produced: 0,
             });
         }
@@ -248,6 +296,26 @@ impl ReferenceTimeline {
         let at = stretch.start + stretch.produced;
         stretch.produced += converted.len() as i64;
         self.write_samples(at, &converted);
+    }
+
+    /// Where a new stretch begins: the device frames since the last anchor, counted at 16 kHz, while
+    /// the block's stamp agrees within [`REANCHOR_TOLERANCE`]; otherwise the stamp, which anchors anew.
+    fn new_stretch_at(&mut self, block: &Block) -> i64 {
+        let Some(device) = block.device else {
+            self.anchor = None;
+            return block.at;
+        };
+        let counted = self
+            .anchor
+            .filter(|a| a.device.rate == device.rate && device.frame >= a.device.frame)
+            .map(|a| {
+                let frames = (device.frame - a.device.frame) as f64;
+                a.at + (frames * f64::from(SAMPLE_RATE) / f64::from(device.rate)).round() as i64
+            })
+            .filter(|&at| (at - block.at).unsigned_abs() <= samples_for(REANCHOR_TOLERANCE));
+        let at = counted.unwrap_or(block.at);
+        self.anchor = Some(Anchor { at, device });
+        at
     }
 
     /// Ends the current stretch: the samples its resampler still holds go onto the timeline.
@@ -350,6 +418,41 @@ mod tests {
         assert!(out[100..260].iter().all(|&s| s == 0.5), "the block");
         assert!(out[260..].iter().all(|&s| s == 0.0), "after: silence");
         assert_eq!(timeline.last_played(), Some(1_160));
+    }
+
+    /// Where the first non-silent sample of the timeline is, reading `from` on.
+    fn first_sound(timeline: &mut ReferenceTimeline, from: i64) -> Option<i64> {
+        let mut out = vec![0.0; 16_000];
+        timeline.read(from, &mut out);
+        out.iter().position(|&s| s != 0.0).map(|i| from + i as i64)
+    }
+
+    #[test]
+    fn a_new_stretch_goes_where_the_device_frames_put_it_unless_the_device_lost_time() {
+        let epoch = Instant::now();
+        let reference = RenderReference::with_epoch(epoch);
+        let mut timeline = ReferenceTimeline::new(reference.clone());
+        let pulled = |ms: u64, frame: u64| Pull {
+            at: epoch + Duration::from_millis(ms),
+            frame,
+            rate: 48_000,
+        };
+        // An answer pulled as device frame 48 000, stamped at 1 s (16 000 at 16 kHz).
+        reference.push_pulled(&[0.5; 480], 48_000, pulled(1_000, 48_000));
+        timeline.update();
+        assert_eq!(first_sound(&mut timeline, 15_000), Some(16_000));
+        // The next answer, 2 s of device frames later; the clock's origin crept 2 ms earlier: the
+        // frames place it, 2 s after the first.
+        reference.push_pulled(&[0.5; 480], 48_000, pulled(2_998, 144_000));
+        timeline.update();
+        assert_eq!(first_sound(&mut timeline, 47_000), Some(48_000));
+        // 50 ms more than its frames say: the device lost time, the stamp places it and anchors.
+        reference.push_pulled(&[0.5; 480], 48_000, pulled(5_050, 240_000));
+        timeline.update();
+        assert_eq!(first_sound(&mut timeline, 79_000), Some(80_800));
+        reference.push_pulled(&[0.5; 480], 48_000, pulled(6_049, 288_000));
+        timeline.update();
+        assert_eq!(first_sound(&mut timeline, 95_000), Some(96_800));
     }
 
     #[test]

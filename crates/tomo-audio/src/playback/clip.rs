@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rodio::Source;
 
 use super::Msg;
-use crate::device_clock::OutputClock;
+use crate::device_clock::{OutputClock, Pull};
 use crate::echo::RenderReference;
 
 /// Samples per block handed to the echo reference (~10 ms at common rates).
@@ -22,7 +22,7 @@ pub(super) struct ReferenceTap {
     clock: OutputClock,
     block: Vec<f32>,
     /// When the block's first sample was pulled.
-    first_pulled: Option<Instant>,
+    first_pulled: Option<Pull>,
 }
 
 impl ReferenceTap {
@@ -37,7 +37,7 @@ impl ReferenceTap {
 
     fn pulled(&mut self, sample: f32, rate: u32) {
         if self.block.is_empty() {
-            self.first_pulled = Some(self.clock.pulling_now());
+            self.first_pulled = Some(self.clock.pull_now());
         }
         self.block.push(sample);
         if self.block.len() >= TAP_BLOCK {
@@ -47,7 +47,7 @@ impl ReferenceTap {
 
     fn flush(&mut self, rate: u32) {
         if let Some(pulled) = self.first_pulled.take() {
-            self.reference.push(&self.block, rate, pulled);
+            self.reference.push_pulled(&self.block, rate, pulled);
         }
         self.block.clear();
     }
