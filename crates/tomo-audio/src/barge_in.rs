@@ -63,12 +63,14 @@ impl Default for BargeInConfig {
             // room (89 with `min_speech` alone) and 86 in the far room (64), and none of the 3 × 20
             // answers of echo alone: there the surest three frames in a row that the canceller let
             // through at -20 dB or more reach 0.68, and at -30 dB 0.76 (0.8 and -30 dB held one).
-            // 0.75 (tried 2026-12-05) held 2-4 more placements per scene within 300 ms (a soft first
-            // syllable rises through 0.7-0.8 a frame or two before 0.85) and never the fixtures' echo
-            // alone, but on the device loop the echo leaks mid-answer at -7 to -12 dB kept with
-            // Silero at 0.77-0.89, and two of a run's three holds came at 0.77 and 0.78.
+            // 0.75 holds 2-4 more placements per scene within 300 ms than 0.85 did (108 / 110 in the
+            // rooms, 109 / 109 with headphones: a soft first syllable rises through 0.7-0.8 a frame or
+            // two before 0.85) and never the fixtures' echo alone. It waited for the device loop's echo
+            // to be cancelled: while each answer's reference was placed by the clocks' estimate the
+            // echo leaked at -7 to -12 dB kept and 0.75 held 1-3 answers per 20 for it (two holds at
+            // 0.77 and 0.78); placed by the device's frame count, none in 3 × 20.
             sure_speech: Duration::from_millis(96),
-            sure_threshold: 0.85,
+            sure_threshold: 0.75,
             sure_echo_kept_db: -20.0,
             sure_cancelled_db: -25.0,
             sure_cancelled_within: Duration::from_millis(320),
