@@ -181,7 +181,12 @@ pub(crate) struct Pull {
     pub(crate) frame: u64,
     /// The device's frame rate.
     pub(crate) rate: u32,
+    /// Which opening of the device counted `frame` (a reopened device counts from 0 again).
+    pub(crate) stream: u64,
 }
+
+/// Numbers each [`OutputClock`], so frames of a reopened device are not counted on from the old one's.
+static NEXT_STREAM: AtomicU64 = AtomicU64::new(0);
 
 /// Frames between two observations of the output clock (~5 ms at 48 kHz).
 const OUTPUT_MARK: u64 = 256;
@@ -198,6 +203,7 @@ pub(crate) struct OutputClock {
 #[derive(Debug)]
 struct OutputShared {
     rate: u32,
+    stream: u64,
     frames: AtomicU64,
     origin: Mutex<EarliestOrigin>,
 }
@@ -207,6 +213,7 @@ impl OutputClock {
         Self {
             shared: Arc::new(OutputShared {
                 rate: rate.max(1),
+                stream: NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
                 frames: AtomicU64::new(0),
                 origin: Mutex::new(EarliestOrigin::new(rate, StreamKind::Output)),
             }),
@@ -243,6 +250,7 @@ impl OutputClock {
             at,
             frame: frames,
             rate: self.shared.rate,
+            stream: self.shared.stream,
         }
     }
 

@@ -9,8 +9,9 @@
 //! playback, an underrun) moves the write position. Where nothing was played the reference is silence.
 //!
 //! A new stretch (the next sentence or answer after a pause) is placed by the device frames pulled
-//! since the last stretch began, not by the clock's stamp, unless the two disagree by more than
-//! [`REANCHOR_TOLERANCE`]: the stamps come from an origin that is re-estimated from the earliest
+//! since the anchor (the last stretch placed by its stamp), not by the clock's stamp, unless the stamp
+//! is more than [`LOST_TIME`] later (the device lost time) or [`ORIGIN_CREEP_LIMIT`] earlier: the stamps
+//! come from an origin that is re-estimated from the earliest
 //! deliveries and keeps creeping earlier, and through the null-sink loop each new answer then met its
 //! echo 0-29 samples off where the last one did (+90 ppm over a run), so AEC3's linear filter started
 //! over at every answer, while the frame count, like the echo, stayed put.
@@ -27,9 +28,14 @@ use crate::resample::StreamResampler;
 /// jitter (re-anchoring on jitter shifts the reference against the echo, and the canceller loses its
 /// adapted filter each time), less than a pause between sentences usually is.
 pub const CONTIGUOUS_TOLERANCE: Duration = Duration::from_millis(100);
-/// A new stretch goes where the device frames since the last one put it, unless its stamp says more
-/// than this otherwise (the device stalled or lost time: its frames no longer count time).
-const REANCHOR_TOLERANCE: Duration = Duration::from_millis(20);
+/// A new stretch goes where the device frames since the anchor put it, unless its stamp is this much
+/// later (the device stalled or lost time: its frames no longer count time; the clock's origin moves
+/// later only then)...
+const LOST_TIME: Duration = Duration::from_millis(20);
+/// ...or this much earlier. The origin's estimate creeps earlier by itself (≈ +90 ppm on the null-sink
+/// loop, 20 ms in under four minutes), which the echo does not, so this side is wide: only a count gone
+/// wrong gets here.
+const ORIGIN_CREEP_LIMIT: Duration = Duration::from_millis(250);
 /// Input frames per FFT call of the reference's resampler (one tap block).
 const RESAMPLE_CHUNK: usize = 256;
 /// Reference audio kept for the capture side (more than any device delay the canceller can handle).
@@ -57,9 +63,11 @@ struct Block {
 struct DeviceFrame {
     frame: u64,
     rate: u32,
+    stream: u64,
 }
 
-/// Where the last stretch placed by a device frame began.
+/// Where the last stretch placed by its stamp began, and its device frame: later stretches count from
+/// here (not from each other, so the rounding to 16 kHz samples does not add up).
 #[derive(Debug, Clone, Copy)]
 struct Anchor {
     at: i64,
@@ -143,6 +151,7 @@ impl RenderReference {
         let device = DeviceFrame {
             frame: pulled.frame,
             rate: pulled.rate,
+            stream: pulled.stream,
         };
         push_block(&mut shared, samples, sample_rate, at, Some(device));
     }
@@ -298,24 +307,40 @@ impl ReferenceTimeline {
         self.write_samples(at, &converted);
     }
 
-    /// Where a new stretch begins: the device frames since the last anchor, counted at 16 kHz, while
-    /// the block's stamp agrees within [`REANCHOR_TOLERANCE`]; otherwise the stamp, which anchors anew.
+    /// Where a new stretch begins: the device frames since the anchor, counted at 16 kHz, while the
+    /// block's stamp is at most [`LOST_TIME`] later and [`ORIGIN_CREEP_LIMIT`] earlier; otherwise the
+    /// stamp, which anchors anew.
     fn new_stretch_at(&mut self, block: &Block) -> i64 {
         let Some(device) = block.device else {
             self.anchor = None;
             return block.at;
         };
-        let counted = self
-            .anchor
-            .filter(|a| a.device.rate == device.rate && device.frame >= a.device.frame)
-            .map(|a| {
-                let frames = (device.frame - a.device.frame) as f64;
-                a.at + (frames * f64::from(SAMPLE_RATE) / f64::from(device.rate)).round() as i64
-            })
-            .filter(|&at| (at - block.at).unsigned_abs() <= samples_for(REANCHOR_TOLERANCE));
-        let at = counted.unwrap_or(block.at);
-        self.anchor = Some(Anchor { at, device });
-        at
+        let anchor = self.anchor.filter(|a| {
+            a.device.stream == device.stream
+                && a.device.rate == device.rate
+                && device.frame >= a.device.frame
+        });
+        if let Some(anchor) = anchor {
+            let frames = (device.frame - anchor.device.frame) as f64;
+            let counted = anchor.at.saturating_add(
+                (frames * f64::from(SAMPLE_RATE) / f64::from(device.rate)).round() as i64,
+            );
+            let stamp_later = block.at.saturating_sub(counted);
+            if stamp_later <= samples_for(LOST_TIME) as i64
+                && -stamp_later <= samples_for(ORIGIN_CREEP_LIMIT) as i64
+            {
+                return counted;
+            }
+            tracing::debug!(
+                stamp_later_ms = stamp_later as f64 * 1_000.0 / f64::from(SAMPLE_RATE),
+                "echo reference re-anchored on the output clock's stamp"
+            );
+        }
+        self.anchor = Some(Anchor {
+            at: block.at,
+            device,
+        });
+        block.at
     }
 
     /// Ends the current stretch: the samples its resampler still holds go onto the timeline.
@@ -436,6 +461,7 @@ mod tests {
             at: epoch + Duration::from_millis(ms),
             frame,
             rate: 48_000,
+            stream: 0,
         };
         // An answer pulled as device frame 48 000, stamped at 1 s (16 000 at 16 kHz).
         reference.push_pulled(&[0.5; 480], 48_000, pulled(1_000, 48_000));
@@ -453,6 +479,49 @@ mod tests {
         reference.push_pulled(&[0.5; 480], 48_000, pulled(6_049, 288_000));
         timeline.update();
         assert_eq!(first_sound(&mut timeline, 95_000), Some(96_800));
+    }
+
+    #[test]
+    fn stretches_count_from_the_anchor_through_the_origin_s_creep_but_not_across_a_reopened_device()
+    {
+        let epoch = Instant::now();
+        let reference = RenderReference::with_epoch(epoch);
+        let mut timeline = ReferenceTimeline::new(reference.clone());
+        let pulled = |us: u64, frame: u64, stream: u64| Pull {
+            at: epoch + Duration::from_micros(us),
+            frame,
+            rate: 48_000,
+            stream,
+        };
+        reference.push_pulled(&[0.5; 480], 48_000, pulled(1_000_000, 48_000, 0));
+        timeline.update();
+        // Thirty answers 48 001 frames apart (16 000⅓ samples at 16 kHz): counted from the anchor they
+        // land exactly; counted from each other the thirds would be rounded away, 10 samples short.
+        for k in 1..=30u64 {
+            let frame = 48_000 + k * 48_001;
+            reference.push_pulled(&[0.5; 480], 48_000, pulled(frame * 1_000 / 48, frame, 0));
+            timeline.update();
+        }
+        let last = 16_000 + (30 * 48_001) / 3;
+        assert_eq!(first_sound(&mut timeline, last - 1_000), Some(last));
+        // The clock's origin crept 100 ms earlier: the frames still place the next answer.
+        let frame = 48_000 + 31 * 48_001;
+        let counted = 16_000 + ((31.0 * 48_001.0) / 3.0_f64).round() as i64;
+        reference.push_pulled(
+            &[0.5; 480],
+            48_000,
+            pulled(frame * 1_000 / 48 - 100_000, frame, 0),
+        );
+        timeline.update();
+        assert_eq!(first_sound(&mut timeline, counted - 2_000), Some(counted));
+        // The device reopened and counts from 0 again, to a frame that counted on from the old anchor
+        // would put it 1 000 samples later than its stamp, which passes for creep: the stamp places it.
+        let at_us = frame * 1_000 / 48 + 2_000_000;
+        let stamped = (at_us * 16 / 1_000) as i64;
+        let reopened_frame = 48_000 + 3 * (stamped + 1_000 - 16_000) as u64;
+        reference.push_pulled(&[0.5; 480], 48_000, pulled(at_us, reopened_frame, 1));
+        timeline.update();
+        assert_eq!(first_sound(&mut timeline, stamped - 2_000), Some(stamped));
     }
 
     #[test]
