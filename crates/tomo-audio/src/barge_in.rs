@@ -95,6 +95,7 @@ pub struct BargeIn {
     pub onset: Duration,
     /// End of the frame that decided it (stream time).
     pub decided_at: Duration,
+    /// The rule that held it (logged, so a hold on the character's own echo can be traced to its rule).
     pub by: HeldBy,
 }
 
