@@ -137,14 +137,8 @@ impl RenderReference {
         index_of(self.epoch(), instant)
     }
 
-    /// Mono `samples` at `sample_rate` whose first sample is heard at `heard_at`.
-    pub fn push(&self, samples: &[f32], sample_rate: u32, heard_at: Instant) {
-        let mut shared = lock(&self.shared);
-        let at = index_of(shared.epoch, heard_at);
-        push_block(&mut shared, samples, sample_rate, at, None);
-    }
-
-    /// Like [`RenderReference::push`], with the output device frame that pulled the first sample.
+    /// Mono `samples` at `sample_rate` whose first sample the output device pulled as `pulled` (when
+    /// it is heard, and which device frame it was).
     pub(crate) fn push_pulled(&self, samples: &[f32], sample_rate: u32, pulled: Pull) {
         let mut shared = lock(&self.shared);
         let at = index_of(shared.epoch, pulled.at);
@@ -156,7 +150,8 @@ impl RenderReference {
         push_block(&mut shared, samples, sample_rate, at, Some(device));
     }
 
-    /// Like [`RenderReference::push`] with the time given as a 16 kHz sample index (tests, files).
+    /// Mono `samples` heard from the 16 kHz sample index `index` on, with no device frame to place a
+    /// new stretch by (tests, files).
     pub fn push_at(&self, samples: &[f32], sample_rate: u32, index: i64) {
         push_block(&mut lock(&self.shared), samples, sample_rate, index, None);
     }
@@ -327,7 +322,7 @@ impl ReferenceTimeline {
             );
             let stamp_later = block.at.saturating_sub(counted);
             if stamp_later <= samples_for(LOST_TIME) as i64
-                && -stamp_later <= samples_for(ORIGIN_CREEP_LIMIT) as i64
+                && stamp_later >= -(samples_for(ORIGIN_CREEP_LIMIT) as i64)
             {
                 return counted;
             }
@@ -445,6 +440,16 @@ mod tests {
         assert_eq!(timeline.last_played(), Some(1_160));
     }
 
+    /// A 48 kHz device's pull of `frame`, `us` microseconds after `epoch`.
+    fn pulled(epoch: Instant, us: u64, frame: u64, stream: u64) -> Pull {
+        Pull {
+            at: epoch + Duration::from_micros(us),
+            frame,
+            rate: 48_000,
+            stream,
+        }
+    }
+
     /// Where the first non-silent sample of the timeline is, reading `from` on.
     fn first_sound(timeline: &mut ReferenceTimeline, from: i64) -> Option<i64> {
         let mut out = vec![0.0; 16_000];
@@ -457,12 +462,7 @@ mod tests {
         let epoch = Instant::now();
         let reference = RenderReference::with_epoch(epoch);
         let mut timeline = ReferenceTimeline::new(reference.clone());
-        let pulled = |ms: u64, frame: u64| Pull {
-            at: epoch + Duration::from_millis(ms),
-            frame,
-            rate: 48_000,
-            stream: 0,
-        };
+        let pulled = |ms: u64, frame: u64| pulled(epoch, ms * 1_000, frame, 0);
         // An answer pulled as device frame 48 000, stamped at 1 s (16 000 at 16 kHz).
         reference.push_pulled(&[0.5; 480], 48_000, pulled(1_000, 48_000));
         timeline.update();
@@ -487,12 +487,7 @@ mod tests {
         let epoch = Instant::now();
         let reference = RenderReference::with_epoch(epoch);
         let mut timeline = ReferenceTimeline::new(reference.clone());
-        let pulled = |us: u64, frame: u64, stream: u64| Pull {
-            at: epoch + Duration::from_micros(us),
-            frame,
-            rate: 48_000,
-            stream,
-        };
+        let pulled = |us: u64, frame: u64, stream: u64| pulled(epoch, us, frame, stream);
         reference.push_pulled(&[0.5; 480], 48_000, pulled(1_000_000, 48_000, 0));
         timeline.update();
         // Thirty answers 48 001 frames apart (16 000⅓ samples at 16 kHz): counted from the anchor they
