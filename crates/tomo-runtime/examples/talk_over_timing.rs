@@ -128,8 +128,10 @@ fn holds(
 enum Held {
     /// This many milliseconds after the phrase's onset.
     After(f64),
-    /// Only before the onset: the answer began while the user was still saying the phrase laid over the
-    /// answer before it (a short answer), and the gate held on that.
+    /// Before the onset: the answer began while the user was still saying the phrase laid over the
+    /// answer before it (a short answer), and the gate held on that. Counted so even when the gate
+    /// holds again later: the first hold's words go on into the phrase (the gate fires once per run
+    /// of speech), so the answer was already held, or stopped by them, when the phrase began.
     BeforeOnset,
     Never,
 }
@@ -178,9 +180,10 @@ fn room(
         for (answer_start, onset, answer_end) in onsets {
             // Only a hold of the same answer counts: the gate starts afresh with the next one.
             let first = held.iter().find(|&&h| h >= onset && h < answer_end);
+            let before = held.iter().any(|h| (answer_start..onset).contains(h));
             delays.push(match first {
+                _ if before => Held::BeforeOnset,
                 Some(h) => Held::After((h - onset) as f64 / 16.0),
-                None if held.iter().any(|h| (answer_start..onset).contains(h)) => Held::BeforeOnset,
                 None => Held::Never,
             });
         }
@@ -231,7 +234,7 @@ fn main() -> Result<()> {
         }
         let at = |q: f64| held[((held.len() - 1) as f64 * q).round() as usize];
         println!(
-            "{label}: {} phrases, {} held within 300 ms of their onset, {} only before it, {} never; p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",
+            "{label}: {} phrases, {} held within 300 ms of their onset, {} before it, {} never; p50 {:.0} ms, p90 {:.0} ms, max {:.0} ms",
             delays.len(),
             held.iter().filter(|&&d| d <= 300.0).count(),
             count(Held::BeforeOnset),
