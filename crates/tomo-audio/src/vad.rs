@@ -54,14 +54,15 @@ impl<T: VoiceActivity + ?Sized> VoiceActivity for Box<T> {
 const CONTEXT_SAMPLES: usize = 64;
 
 /// Frames of silence the model is run on when it loads (0.5 s), to learn the state it resets to.
-/// Streaming, Silero's state at the start of speech is the one silence left it in; the listener skips
-/// the model over quiet frames (idle CPU) and resets it after them, and the all-zero state it reset to
-/// before heard a soft first syllable (the "Ac-" of "Actually") at 0.1-0.3 where the rested state
-/// hears 0.4-0.9. Words said with no answer playing (tomo-runtime `examples/talk_over_timing`, 240
-/// placements) are now all held within 300 ms of their onset or before it (17 were later); with
-/// headphones 9 late or never held instead of 16, over a cancelled answer 15 late instead of 19. The cost: the model is as quick on the character's
-/// echo when the canceller leaks it (the device loop held one answer of 140, in a session's second
-/// answer while the canceller still let -9 to -17 dB through; none of 220 before).
+/// Streaming, Silero's state at the start of speech is the one silence left it in; the listener
+/// skips the model over quiet frames (idle CPU) and resets it after them, and the all-zero state it
+/// reset to before heard a soft first syllable (the "Ac-" of "Actually") at 0.1-0.3 where the
+/// rested state hears 0.4-0.9. Words said with no answer playing (tomo-runtime
+/// `examples/talk_over_timing`, 240 placements) are now all held within 300 ms of their onset or
+/// before it (17 were later); with headphones 9 late or never held instead of 16, over a cancelled
+/// answer 15 late instead of 19. The cost: the model is as quick on the character's echo when the
+/// canceller leaks it (the device loop held one answer of 120, in a session's second answer while
+/// the canceller still let -9 to -17 dB through; none of 220 before).
 const REST_FRAMES: usize = 16;
 
 /// Silero VAD (v5/v6 ONNX: inputs `input` [1, 576], `state` [2, 1, 128], `sr` int64; outputs the
