@@ -188,6 +188,50 @@ pub struct EchoCanceller {
     /// Whether the microphone hears the speakers (headphones): decides between the suppressed output
     /// and the linear one.
     echo_path: EchoPathDetector,
+    /// The last chunk passed through idle (nothing played for `idle_after`).
+    was_idle: bool,
+    /// What the canceller let through over the first half second after it resumed (logged).
+    resumed: Option<ResumedLog>,
+}
+
+/// The first [`ResumedLog::WINDOWS`] windows of 100 ms after AEC3 resumed (a new answer after a pause):
+/// how much it let through of the microphone in each, logged at debug once they are full
+/// (`RUST_LOG=tomo_audio::echo=debug`). On the device loop (2026-12-06, 19 answers) the first window
+/// kept -0 to -29 dB of a microphone at -21 to -29 dBFS (half of them -7 dB or more), the third to
+/// fifth -54 to -86 dB: the echo of an answer's first 100 ms is what leaks. The same answers on the
+/// echo fixtures with 2.5 s rests between them leaked nothing more than without rests.
+#[derive(Debug, Default)]
+struct ResumedLog {
+    chunks: usize,
+    windows: [BlockLevel; ResumedLog::WINDOWS],
+}
+
+impl ResumedLog {
+    const WINDOWS: usize = 5;
+    /// 100 ms in chunks of 4 ms.
+    const WINDOW_CHUNKS: usize = 25;
+
+    /// Adds a cancelled chunk; true once the windows are full (and logged).
+    fn add(&mut self, level: BlockLevel) -> bool {
+        let window = &mut self.windows[self.chunks / Self::WINDOW_CHUNKS];
+        window.input += level.input;
+        window.output += level.output;
+        self.chunks += 1;
+        if self.chunks < Self::WINDOWS * Self::WINDOW_CHUNKS {
+            return false;
+        }
+        let kept_db = self.windows.map(|w| BlockLevel::kept_db(&[w]).round());
+        let mic_dbfs = self.windows.map(|w| {
+            let mean = w.input / (Self::WINDOW_CHUNKS * CHUNK) as f32;
+            (10.0 * (mean + 1e-12).log10()).round()
+        });
+        tracing::debug!(
+            ?kept_db,
+            ?mic_dbfs,
+            "echo canceller resumed: kept per 100 ms"
+        );
+        true
+    }
 }
 
 impl std::fmt::Debug for EchoCanceller {
@@ -226,6 +270,8 @@ impl EchoCanceller {
             recent: BlockLevel::default(),
             warm_up_left: samples(config.warm_up),
             echo_path: EchoPathDetector::default(),
+            was_idle: true,
+            resumed: None,
         }
     }
 
@@ -352,7 +398,12 @@ impl EchoCanceller {
 
     fn process_chunk(&mut self, offset: usize, index: i64) {
         let chunk = &self.pending[offset..offset + CHUNK];
-        if self.is_idle(index) {
+        let idle = self.is_idle(index);
+        if !idle && std::mem::take(&mut self.was_idle) {
+            self.resumed = Some(ResumedLog::default());
+        }
+        if idle {
+            self.was_idle = true;
             self.output.extend(chunk);
             self.voice.extend_from_slice(chunk);
             let level = BlockLevel {
@@ -420,6 +471,9 @@ impl EchoCanceller {
             self.levels.push(level);
             self.recent.input += level.input;
             self.recent.output += level.output;
+            if self.resumed.as_mut().is_some_and(|log| log.add(level)) {
+                self.resumed = None;
+            }
         }
         self.cancelled_chunks += 1;
         // Every 2 s of cancelling: how well it works (RUST_LOG=tomo_audio=debug). `kept_db` is what it
