@@ -27,7 +27,8 @@ pub enum VadError {
 /// Probability that a frame of [`FRAME_SAMPLES`] 16 kHz mono samples contains speech.
 pub trait VoiceActivity {
     fn speech_probability(&mut self, frame: &[f32]) -> Result<f32, VadError>;
-    /// Forgets the recurrent state (between unrelated streams, after muting).
+    /// Returns to the state silence leaves the model in (between unrelated streams, after skipped or
+    /// muted frames).
     fn reset(&mut self);
 }
 
@@ -56,8 +57,8 @@ const CONTEXT_SAMPLES: usize = 64;
 /// Frames of silence the model is run on when it loads (0.5 s), to learn the state it resets to.
 /// Streaming, Silero's state at the start of speech is the one silence left it in; the listener
 /// skips the model over quiet frames (idle CPU) and resets it after them, and the all-zero state it
-/// reset to before heard a soft first syllable (the "Ac-" of "Actually") at 0.1-0.3 where the
-/// rested state hears 0.4-0.9. Words said with no answer playing (tomo-runtime
+/// reset to before heard a soft first syllable (the first three frames of "Actually") at 0.07-0.32
+/// where the rested state hears 0.27-0.77. Words said with no answer playing (tomo-runtime
 /// `examples/talk_over_timing`, 240 placements) are now all held within 300 ms of their onset or
 /// before it (17 were later); with headphones 9 late or never held instead of 16, over a cancelled
 /// answer 15 late instead of 19. The cost: the model is as quick on the character's echo when the

@@ -197,7 +197,7 @@ pub struct EchoCanceller {
 /// The first [`ResumedLog::WINDOWS`] windows of 100 ms after AEC3 resumed (a new answer after a pause):
 /// how much it let through of the microphone in each, logged at debug once they are full
 /// (`RUST_LOG=tomo_audio::echo=debug`). On the device loop (2026-12-06, 19 answers) the first window
-/// kept -0 to -29 dB of a microphone at -21 to -29 dBFS (half of them -7 dB or more), the third to
+/// kept 0 to -29 dB of a microphone at -21 to -29 dBFS (half of them -7 dB or more), the third to
 /// fifth -54 to -86 dB: the echo of an answer's first 100 ms is what leaks. The same answers on the
 /// echo fixtures with 2.5 s rests between them leaked nothing more than without rests.
 #[derive(Debug, Default)]
@@ -440,6 +440,8 @@ impl EchoCanceller {
             .block(input, linear, energy(&self.reference_chunk));
         let path = self.echo_path.path();
         if self.warm_up_left > 0 && path == EchoPath::Heard {
+            // The session's first answer: what the warm-up holds back is not what resuming leaks.
+            self.resumed = None;
             if self.reference_chunk.iter().any(|s| s.abs() > SOUNDING) {
                 self.warm_up_left -= CHUNK as i64;
             }

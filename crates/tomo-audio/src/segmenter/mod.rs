@@ -36,7 +36,8 @@ pub struct SegmenterConfig {
     /// reset to its rested state (`vad.rs`), calls a soft first syllable speech one to four frames
     /// sooner than it did from an all-zero state, and 400 ms then put that much more of the room
     /// before the words, which whisper base heard worse: on the talk-over fixtures (tomo-runtime
-    /// tests/talk_over_echo.rs) WER 0.083 / 0.083 / 0.167 at 400 ms, 0.056 / 0.083 / 0.028 at 300.
+    /// tests/talk_over_echo.rs) WER 0.083 / 0.083 / 0.167 at 400 ms, 0.056 / 0.083 / 0.028 at 300
+    /// (0.083 / 0.083 / 0.139 at 400 ms with the model's old all-zero reset).
     pub pre_roll: Duration,
     /// Silence after the last speech frame that ends a segment when there is no end-of-turn model.
     pub hangover: Duration,
