@@ -62,8 +62,8 @@ const CONTEXT_SAMPLES: usize = 64;
 /// `examples/talk_over_timing`, 240 placements) are now all held within 300 ms of their onset or
 /// before it (17 were later); with headphones 9 late or never held instead of 16, over a cancelled
 /// answer 15 late instead of 19. The cost: the model is as quick on the character's echo when the
-/// canceller leaks it (the device loop held one answer of 120, in a session's second answer while
-/// the canceller still let -9 to -17 dB through; none of 220 before).
+/// canceller leaks it (the device loop held two answers of 140, both a session's second answer, where
+/// AEC3's filter starts over; none of 220 before).
 const REST_FRAMES: usize = 16;
 
 /// Silero VAD (v5/v6 ONNX: inputs `input` [1, 576], `state` [2, 1, 128], `sr` int64; outputs the

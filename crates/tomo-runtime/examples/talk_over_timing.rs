@@ -180,11 +180,10 @@ fn room(
         for (answer_start, onset, answer_end) in onsets {
             // Only a hold of the same answer counts: the gate starts afresh with the next one.
             let first = held.iter().find(|&&h| h >= onset && h < answer_end);
-            let before = held.iter().any(|h| (answer_start..onset).contains(h));
-            delays.push(match first {
-                _ if before => Held::BeforeOnset,
-                Some(h) => Held::After((h - onset) as f64 / 16.0),
-                None => Held::Never,
+            delays.push(if held.iter().any(|h| (answer_start..onset).contains(h)) {
+                Held::BeforeOnset
+            } else {
+                first.map_or(Held::Never, |h| Held::After((h - onset) as f64 / 16.0))
             });
         }
     }
