@@ -204,6 +204,9 @@ struct Stretch {
     start: i64,
     /// Where the next contiguous block should begin (start + input so far, at 16 kHz).
     input_end: i64,
+    /// The input so far, in 16 kHz samples: kept unrounded, so a block's fraction of a sample (a
+    /// 256-sample block at 48 kHz is 85.33) does not add up block by block.
+    input_len: f64,
     /// Output samples produced so far (they sit at `start ..`).
     produced: i64,
 }
@@ -279,6 +282,7 @@ impl ReferenceTimeline {
                 resampler,
                 start,
                 input_end: start,
+                input_len: 0.0,
                 produced: 0,
             });
         }
@@ -295,8 +299,8 @@ impl ReferenceTimeline {
         let consumed =
             block.samples.len() as f64 * f64::from(SAMPLE_RATE) / f64::from(block.sample_rate);
         // The stretch's own length, not the block's stamp: jitter must not stretch or squeeze it.
-        stretch.input_end =
-            stretch.start + ((stretch.input_end - stretch.start) as f64 + consumed).round() as i64;
+        stretch.input_len += consumed;
+        stretch.input_end = stretch.start + stretch.input_len.round() as i64;
         let at = stretch.start + stretch.produced;
         stretch.produced += converted.len() as i64;
         self.write_samples(at, &converted);
@@ -533,6 +537,21 @@ mod tests {
         let mut out = vec![0.0; 1_600];
         timeline.read(0, &mut out);
         assert_eq!(out, signal, "no gaps, no overlaps");
+    }
+
+    #[test]
+    fn a_long_stretch_of_fractional_blocks_keeps_its_length() {
+        let reference = RenderReference::new();
+        let mut timeline = ReferenceTimeline::new(reference.clone());
+        // 40 s of 256-sample blocks at 48 kHz (85⅓ samples each at 16 kHz), stamped where they are
+        // heard. Rounded block by block the stretch's end ran 2 500 samples short, past the
+        // tolerance: the answer broke into new stretches.
+        let blocks = 7_500;
+        for k in 0..blocks {
+            reference.push_at(&[0.25; 256], 48_000, k * 256 / 3);
+            timeline.update();
+        }
+        assert_eq!(timeline.last_pulled(), Some(blocks * 256 / 3));
     }
 
     #[test]

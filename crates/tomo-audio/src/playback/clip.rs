@@ -10,8 +10,34 @@ use super::Msg;
 use crate::device_clock::{OutputClock, Pull};
 use crate::echo::RenderReference;
 
-/// Samples per block handed to the echo reference (~10 ms at common rates).
+/// Samples per block handed to the echo reference (~5 ms at [`QUEUE_RATE`]).
 const TAP_BLOCK: usize = 256;
+
+/// The rate every clip is played at: that of the silence rodio's queue plays while it waits for the
+/// next clip (the queue starts on an `Empty` source, mono at 48 kHz, and its silence takes the format
+/// of whatever played last). The mixer converts the queue a span at a time, in the format the span
+/// began with, so a clip at another rate that starts inside a span of that silence has its first
+/// samples (up to 512: 23 ms of a 22.05 kHz Piper voice) played 2.2 times too fast. That happened to
+/// the first answer of a session and the first after every stop (a fresh queue); later clips follow
+/// silence in their own format. Heard: a chirp at the start of the answer. For the echo canceller:
+/// that answer's echo came 12.5 ms earlier, against its reference, than every later answer's (the
+/// device loop, every run), so AEC3's filter started over at the second answer, which then leaked
+/// its first echo (the answers it held for its own voice).
+pub(super) const QUEUE_RATE: u32 = 48_000;
+
+/// `audio` at [`QUEUE_RATE`] (as it is when resampling fails, said in the log).
+fn at_queue_rate(audio: crate::Audio) -> crate::Audio {
+    if audio.sample_rate == QUEUE_RATE {
+        return audio;
+    }
+    match crate::resample::resample(&audio.samples, audio.sample_rate, QUEUE_RATE) {
+        Ok(samples) => crate::Audio::new(samples, QUEUE_RATE),
+        Err(error) => {
+            tracing::warn!(%error, "clip played at its own rate");
+            audio
+        }
+    }
+}
 
 /// Copies what the device pulls to the echo reference, in blocks stamped with when the device pulled
 /// them on its steady pull clock: no later than they are heard. The output latency is not added: its
@@ -71,6 +97,7 @@ impl TrackedClip {
         reports: Sender<Msg>,
         tap: Option<ReferenceTap>,
     ) -> Self {
+        let audio = at_queue_rate(audio);
         let mut samples = audio.samples;
         if samples.is_empty() {
             // One silent sample so the source is pulled at all and both reports fire in order.
@@ -130,5 +157,53 @@ impl Source for TrackedClip {
     }
     fn total_duration(&self) -> Option<Duration> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZero;
+    use std::sync::mpsc;
+
+    use super::*;
+
+    /// Frames the mixer plays of a clip of `seconds` at `rate` appended while the player's queue
+    /// waits in its silence (the start of a session).
+    fn frames_played(rate: u32, seconds: f64) -> usize {
+        let mixer_rate = 48_000;
+        let (mixer, mut output) =
+            rodio::mixer::mixer(NonZero::new(1).unwrap(), NonZero::new(mixer_rate).unwrap());
+        let player = rodio::Player::connect_new(&mixer);
+        // The queue starts on its silence before the first clip arrives.
+        assert!((&mut output).take(100).all(|s| s == 0.0));
+        let level = 0.25;
+        let samples = vec![level; (f64::from(rate) * seconds) as usize];
+        let (reports, _keep) = mpsc::channel();
+        player.append(TrackedClip::new(
+            1,
+            crate::Audio::new(samples, rate),
+            reports,
+            None,
+        ));
+        let heard = output
+            .take(mixer_rate as usize)
+            .filter(|s| (s - level).abs() < 0.05)
+            .count();
+        drop(player);
+        heard
+    }
+
+    #[test]
+    fn a_clip_after_the_queue_s_silence_plays_at_its_own_speed() {
+        // 0.2 s of a 22.05 kHz voice (Piper) and of a 24 kHz one (Kokoro) are 9,600 frames at 48 kHz
+        // (a few short at the edges, where the resampler ramps). Played in the silence's format, the
+        // first 512 samples took 512 frames instead of 1,114: 600 frames short.
+        for rate in [22_050, 24_000] {
+            let frames = frames_played(rate, 0.2);
+            assert!(
+                (9_570..=9_610).contains(&frames),
+                "{rate} Hz: {frames} frames"
+            );
+        }
     }
 }
