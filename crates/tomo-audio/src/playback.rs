@@ -199,10 +199,11 @@ impl RodioOutput {
 }
 
 impl AudioOutput for RodioOutput {
-    fn play(&self, clip: Clip) -> Result<(), OutputError> {
+    fn play(&self, mut clip: Clip) -> Result<(), OutputError> {
         if clip.audio.sample_rate == 0 {
             return Err(OutputError::Device("clip has a sample rate of 0 Hz".into()));
         }
+        clip.audio = clip::at_queue_rate(clip.audio);
         self.reopen_if_gone()?;
         let mut state = lock(&self.state);
         if let Some(reason) = &state.dead {

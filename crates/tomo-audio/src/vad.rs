@@ -64,7 +64,7 @@ const CONTEXT_SAMPLES: usize = 64;
 /// answer 15 late instead of 19. The cost: the model is as quick on the character's echo when the
 /// canceller leaks it (the device loop held two answers of 140, both a session's second answer, where
 /// AEC3's filter started over; none of 220 before). That restart was the playback's doing (the first
-/// clip's start played too fast: `playback/clip.rs`, `QUEUE_RATE`); without it, none of 100.
+/// clip's start played too fast: `playback/clip.rs`, `QUEUE_RATE`); without it, none of 120.
 const REST_FRAMES: usize = 16;
 
 /// Silero VAD (v5/v6 ONNX: inputs `input` [1, 576], `state` [2, 1, 128], `sr` int64; outputs the

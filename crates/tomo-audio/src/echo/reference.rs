@@ -270,8 +270,8 @@ impl ReferenceTimeline {
         if !continues {
             self.flush();
             let start = self.new_stretch_at(&block);
-            // Small FFT chunks: what was pulled reaches the timeline within ~12 ms, so the canceller
-            // hardly waits for its reference.
+            // Small FFT chunks: what was pulled reaches the timeline within ~5 ms (256 frames at 48
+            // kHz, the rate every clip is played at), so the canceller hardly waits for its reference.
             let Ok(resampler) =
                 StreamResampler::with_chunk(block.sample_rate, SAMPLE_RATE, RESAMPLE_CHUNK)
             else {

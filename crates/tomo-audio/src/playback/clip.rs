@@ -15,18 +15,20 @@ const TAP_BLOCK: usize = 256;
 
 /// The rate every clip is played at: that of the silence rodio's queue plays while it waits for the
 /// next clip (the queue starts on an `Empty` source, mono at 48 kHz, and its silence takes the format
-/// of whatever played last). The mixer converts the queue a span at a time, in the format the span
-/// began with, so a clip at another rate that starts inside a span of that silence has its first
-/// samples (up to 512: 23 ms of a 22.05 kHz Piper voice) played 2.2 times too fast. That happened to
-/// the first answer of a session and the first after every stop (a fresh queue); later clips follow
-/// silence in their own format. Heard: a chirp at the start of the answer. For the echo canceller:
-/// that answer's echo came 12.5 ms earlier, against its reference, than every later answer's (the
-/// device loop, every run), so AEC3's filter started over at the second answer, which then leaked
-/// its first echo (the answers it held for its own voice).
-pub(super) const QUEUE_RATE: u32 = 48_000;
+/// of whatever played last). The mixer converts the queue a span at a time, and a span that begins as
+/// a chunk of that silence ends is set up in the silence's format, whatever clip comes next: a clip at
+/// another rate had its first samples (up to 512: 23 ms of a 22.05 kHz Piper voice) played 2.2 times
+/// too fast. That happened to the first answer of a session, the first after every stop (a fresh
+/// queue) and the first after a change of voice rate; other clips follow silence in their own format.
+/// Heard: a chirp at the start of the answer. For the echo canceller: that answer's echo came 12.5 ms
+/// earlier, against its reference, than every later answer's (the device loop, every run), so AEC3's
+/// filter started over at the second answer, which then leaked its first echo (the answers it held
+/// for its own voice).
+const QUEUE_RATE: u32 = 48_000;
 
-/// `audio` at [`QUEUE_RATE`] (as it is when resampling fails, said in the log).
-fn at_queue_rate(audio: crate::Audio) -> crate::Audio {
+/// `audio` at [`QUEUE_RATE`] (as it is when resampling fails, said in the log). Done by the caller
+/// of `play`, not on the playback thread, where it would hold up a stop behind it.
+pub(super) fn at_queue_rate(audio: crate::Audio) -> crate::Audio {
     if audio.sample_rate == QUEUE_RATE {
         return audio;
     }
@@ -97,7 +99,6 @@ impl TrackedClip {
         reports: Sender<Msg>,
         tap: Option<ReferenceTap>,
     ) -> Self {
-        let audio = at_queue_rate(audio);
         let mut samples = audio.samples;
         if samples.is_empty() {
             // One silent sample so the source is pulled at all and both reports fire in order.
@@ -167,8 +168,8 @@ mod tests {
 
     use super::*;
 
-    /// Frames the mixer plays of a clip of `seconds` at `rate` appended while the player's queue
-    /// waits in its silence (the start of a session).
+    /// Frames the mixer plays of a clip of `seconds` at `rate`, brought to the queue's rate as `play`
+    /// does, appended while the player's queue waits in its silence (the start of a session).
     fn frames_played(rate: u32, seconds: f64) -> usize {
         let mixer_rate = 48_000;
         let (mixer, mut output) =
@@ -181,7 +182,7 @@ mod tests {
         let (reports, _keep) = mpsc::channel();
         player.append(TrackedClip::new(
             1,
-            crate::Audio::new(samples, rate),
+            at_queue_rate(crate::Audio::new(samples, rate)),
             reports,
             None,
         ));
@@ -194,7 +195,7 @@ mod tests {
     }
 
     #[test]
-    fn a_clip_after_the_queue_s_silence_plays_at_its_own_speed() {
+    fn a_clip_appended_while_the_queue_waits_plays_at_its_own_speed() {
         // 0.2 s of a 22.05 kHz voice (Piper) and of a 24 kHz one (Kokoro) are 9,600 frames at 48 kHz
         // (a few short at the edges, where the resampler ramps). Played in the silence's format, the
         // first 512 samples took 512 frames instead of 1,114: 600 frames short.
