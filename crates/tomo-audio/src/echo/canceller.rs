@@ -145,26 +145,28 @@ impl Default for EchoConfig {
 /// costs ≈ 0.07 % of a core while the character speaks, nothing while it is quiet (AEC3 rests).
 const FILTER_BLOCKS: usize = 32;
 
-/// Blocks (4 ms) in which the user's voice must dominate the residual echo before AEC3's suppressor
-/// switches to its near-end tuning (AEC3's default: 12, 48 ms). Until it switches, words said over an
-/// answer lose their first syllables with the echo. At 2 (with [`NEAREND_HF_MASK`]) words over an answer
-/// (`examples/talk_over_timing` in tomo-runtime) were held within 300 ms of their onset 114 / 109 of 120
-/// times in the near / far room (109 / 103 at 12; later than 300 ms: 1 / 3, was 6 / 9), the echo alone
-/// held none of 3 × 20 answers, and on the device loop (3 runs of 20) the echo was kept at -67 to -74
-/// dB (median over 2 s windows; -74 at 12 in the same sitting) with no answer held. What makes the
-/// switch is not made easier: its echo-to-near-end ratio (0.25) stays; at 1.0 the device loop's echo
-/// came through at -57 dB.
+/// Blocks (4 ms, net: a block that fails the condition takes one back) in which the user's voice must
+/// dominate the residual echo before AEC3's suppressor switches to its near-end state (AEC3's default:
+/// 12, 48 ms): its near-end tuning ([`NEAREND_HF_MASK`]), and no cap on the gains above 2 kHz. Until it
+/// switches, words said over an answer lose their first syllables with the echo. At 2 (with the mask)
+/// words over an answer (`examples/talk_over_timing` in tomo-runtime) were held within 300 ms of their
+/// onset 114 / 109 of 120 times in the near / far room (109 / 103 at 12; later than 300 ms: 1 / 3, was
+/// 6 / 9), the echo alone held none of 3 × 20 answers, and on the device loop (3 runs of 20) the echo
+/// came through at -67 to -74 dB (median over 2 s windows; -74 at 12 in the same sitting) with no answer
+/// held. The per-block condition is unchanged: AEC3's residual-echo estimate over 125 Hz-1.9 kHz under
+/// 0.25 of what its linear filter leaves (the microphone's until the filter is usable), and that 30 times
+/// the noise floor. With 1.0 instead of 0.25 the device loop's echo came through at -57 dB; an earlier
+/// try, 4 blocks with 0.1, changed nothing measurable (0.1 makes the switch harder).
 const NEAREND_TRIGGER_BLOCKS: i32 = 2;
 
-/// The near-end tuning's mask above ≈ 1 kHz (AEC3's default: transparent under an echo-to-near-end
-/// ratio of 0.1, suppressing over 0.3): while the user's voice dominates, its consonants are what the
-/// VAD hears first. Only the near-end state uses it, which asks the estimated residual echo to stay
-/// under a quarter of what the microphone hears (an earlier try, 4 blocks with that ratio at 0.1,
-/// changed nothing measurable: it made the switch harder).
+/// The near-end tuning's mask from 1 kHz up (blended in from 625 Hz), as (transparent under, suppressing
+/// fully from) the ratio of residual echo to what the linear filter leaves; AEC3's default (0.1, 0.3).
+/// While the user's voice dominates, its consonants are what the VAD hears first.
 const NEAREND_HF_MASK: (f32, f32) = (0.3, 0.5);
 
 /// AEC3's defaults, with the linear output exported, a longer linear filter ([`FILTER_BLOCKS`]) and a
-/// quicker switch to the suppressor's near-end tuning ([`NEAREND_TRIGGER_BLOCKS`]).
+/// quicker, more transparent switch to the suppressor's near-end state ([`NEAREND_TRIGGER_BLOCKS`],
+/// [`NEAREND_HF_MASK`]).
 fn aec3_config() -> EchoCanceller3Config {
     let mut config = EchoCanceller3Config::default();
     config.filter.export_linear_aec_output = true;
