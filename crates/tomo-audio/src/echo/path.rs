@@ -3,7 +3,7 @@
 //! after about 6 s of loud playback without convergence (its transparent mode, not configurable in
 //! sonora 0.2.0); until then its suppressor takes the user's voice down to -60..-80 dB along with the
 //! echo that is not there, so the first answers of a session could not be talked over with headphones.
-//! This tells it from the levels alone within the first second: the microphone's energy while the
+//! This tells it from the levels alone within the first half second: the microphone's energy while the
 //! character has been loud for a while, against its floor while the character has been quiet.
 
 /// Blocks of 64 samples (4 ms) per window: the levels are judged per 100 ms.
@@ -21,8 +21,15 @@ const SILENT_WINDOWS: usize = 5;
 /// A microphone window within this much of the floor (dB) heard nothing but the room.
 const MARGIN_DB: f32 = 6.0;
 /// Judged windows at the floor, with no louder one between them, before the echo is taken as absent
-/// (with [`LOUD_WINDOWS`]: about 0.7 s into the first answer).
-const QUIET_WINDOWS: u32 = 5;
+/// (with [`LOUD_WINDOWS`]: about 0.4 s into the first answer). It must be decided before the user
+/// starts talking over the answer: their voice keeps the microphone above its floor, which cannot be
+/// told from echo, and the suppressor takes them down until they pause. With five windows (0.7 s) the
+/// fixtures' phrases said from 0.6 s into a session's first answer with headphones on
+/// (`examples/talk_over_timing` in tomo-runtime) were held 0.6-1.2 s after their onset or never, 7 of
+/// 12; with two, all within 300 ms of their onset or before it. An echo heard at all is far over the
+/// floor within the first window its reference reaches: the rooms of the fixtures (-20 to -30 dBFS
+/// against floors of -55 to -90) and the device loop never pass for headphones.
+const QUIET_WINDOWS: u32 = 2;
 /// While the echo is taken as absent, a window where the linear filter removes this much (dB) of a
 /// microphone louder than the floor is the echo back (headphones unplugged): the user's voice over
 /// the answer passes the linear filter whole.
