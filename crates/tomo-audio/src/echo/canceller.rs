@@ -17,6 +17,7 @@ use sonora_aec3::config::EchoCanceller3Config;
 
 use super::path::{EchoPath, EchoPathDetector};
 use super::reference::{CONTIGUOUS_TOLERANCE, ReferenceTimeline, RenderReference};
+use super::resume::{IdleHistory, ResumedLog};
 use crate::SAMPLE_RATE;
 
 /// AEC3 works on blocks of 64 samples (4 ms at 16 kHz).
@@ -215,46 +216,8 @@ pub struct EchoCanceller {
     was_idle: bool,
     /// What the canceller let through over the first half second after it resumed (logged).
     resumed: Option<ResumedLog>,
-}
-
-/// The first [`ResumedLog::WINDOWS`] windows of 100 ms after AEC3 resumed (a new answer after a pause):
-/// how much it let through of the microphone in each, logged at debug once they are full
-/// (`RUST_LOG=tomo_audio::echo=debug`). On the device loop (2026-12-06, 19 answers) the first window
-/// kept 0 to -29 dB of a microphone at -21 to -29 dBFS (half of them -7 dB or more), the third to
-/// fifth -54 to -86 dB: the echo of an answer's first 100 ms is what leaks. The same answers on the
-/// echo fixtures with 2.5 s rests between them leaked nothing more than without rests.
-#[derive(Debug, Default)]
-struct ResumedLog {
-    chunks: usize,
-    windows: [BlockLevel; ResumedLog::WINDOWS],
-}
-
-impl ResumedLog {
-    const WINDOWS: usize = 5;
-    /// 100 ms in chunks of 4 ms.
-    const WINDOW_CHUNKS: usize = 25;
-
-    /// Adds a cancelled chunk; true once the windows are full (and logged).
-    fn add(&mut self, level: BlockLevel) -> bool {
-        let window = &mut self.windows[self.chunks / Self::WINDOW_CHUNKS];
-        window.input += level.input;
-        window.output += level.output;
-        self.chunks += 1;
-        if self.chunks < Self::WINDOWS * Self::WINDOW_CHUNKS {
-            return false;
-        }
-        let kept_db = self.windows.map(|w| BlockLevel::kept_db(&[w]).round());
-        let mic_dbfs = self.windows.map(|w| {
-            let mean = w.input / (Self::WINDOW_CHUNKS * CHUNK) as f32;
-            (10.0 * (mean + 1e-12).log10()).round()
-        });
-        tracing::debug!(
-            ?kept_db,
-            ?mic_dbfs,
-            "echo canceller resumed: kept per 100 ms"
-        );
-        true
-    }
+    /// The last blocks passed through idle, to hand AEC3 the start of an answer they skipped.
+    idle_history: IdleHistory,
 }
 
 impl std::fmt::Debug for EchoCanceller {
@@ -295,6 +258,7 @@ impl EchoCanceller {
             echo_path: EchoPathDetector::default(),
             was_idle: true,
             resumed: None,
+            idle_history: IdleHistory::default(),
         }
     }
 
@@ -419,25 +383,9 @@ impl EchoCanceller {
             .is_none_or(|end| index - end > self.idle_after)
     }
 
-    fn process_chunk(&mut self, offset: usize, index: i64) {
-        let chunk = &self.pending[offset..offset + CHUNK];
-        let idle = self.is_idle(index);
-        if !idle && std::mem::take(&mut self.was_idle) {
-            self.resumed = Some(ResumedLog::default());
-        }
-        if idle {
-            self.was_idle = true;
-            self.output.extend(chunk);
-            self.voice.extend_from_slice(chunk);
-            let level = BlockLevel {
-                path: self.echo_path.path(),
-                ..BlockLevel::untouched(chunk)
-            };
-            self.echo_path.block(level.input, level.input, 0.0);
-            self.levels.push(level);
-            return;
-        }
-        let input = energy(chunk);
+    /// Hands AEC3 the block of capture at `index` with the reference at `index + lead`; its outputs are
+    /// left in `capture_block` (suppressed) and `linear_block`.
+    fn cancel_block(&mut self, capture: &[f32], index: i64) {
         self.timeline
             .read(index + self.lead, &mut self.reference_chunk);
         for (slot, &s) in self
@@ -448,7 +396,7 @@ impl EchoCanceller {
         {
             *slot = s * SCALE;
         }
-        for (slot, &s) in self.capture_block.view_mut(0, 0).iter_mut().zip(chunk) {
+        for (slot, &s) in self.capture_block.view_mut(0, 0).iter_mut().zip(capture) {
             *slot = s * SCALE;
         }
         self.aec.buffer_render(&self.render_block);
@@ -458,6 +406,65 @@ impl EchoCanceller {
             Some(&mut self.linear_block),
             &mut self.capture_block,
         );
+    }
+
+    /// The character starts again after a rest, at the capture block `index`: the blocks just before
+    /// it went through idle, some of them while the reference of the answer's first samples was still
+    /// on its way (it lands a few ms after it is pulled; an idle block does not wait for it). AEC3 is
+    /// handed those blocks again, with the reference as it stands now, from the first that meets a
+    /// sound: what they came out as is already gone, but AEC3 then has the whole answer as its render,
+    /// and the echo of its first tens of ms, which reaches the microphone only after them, is cancelled.
+    /// On the device loop (2026-12-07) the reference of 10-41 ms of an answer's start was skipped so;
+    /// the echo's first 100 ms came through at -1 to -9 dB where more than 25 ms was (-34 to -50 dB
+    /// where under 15 ms was).
+    fn prime(&mut self, index: i64) {
+        let Some((first, history)) = self.idle_history.take_before(index) else {
+            return;
+        };
+        let mut primed = 0;
+        for (k, block) in history.chunks_exact(CHUNK).enumerate() {
+            let at = first + (k * CHUNK) as i64;
+            if primed == 0 {
+                self.timeline
+                    .read(at + self.lead, &mut self.reference_chunk);
+                if !self.reference_chunk.iter().any(|s| s.abs() > SOUNDING) {
+                    continue;
+                }
+            }
+            self.cancel_block(block, at);
+            primed += 1;
+        }
+        if primed > 0 {
+            tracing::debug!(
+                primed_ms = primed * CHUNK * 1_000 / SAMPLE_RATE as usize,
+                "echo canceller handed the answer's start it had passed through idle"
+            );
+        }
+    }
+
+    fn process_chunk(&mut self, offset: usize, index: i64) {
+        let mut chunk = [0.0; CHUNK];
+        chunk.copy_from_slice(&self.pending[offset..offset + CHUNK]);
+        let idle = self.is_idle(index);
+        if !idle && std::mem::take(&mut self.was_idle) {
+            self.prime(index);
+            self.resumed = Some(ResumedLog::default());
+        }
+        if idle {
+            self.was_idle = true;
+            self.idle_history.push(index, &chunk);
+            self.output.extend(chunk);
+            self.voice.extend_from_slice(&chunk);
+            let level = BlockLevel {
+                path: self.echo_path.path(),
+                ..BlockLevel::untouched(&chunk)
+            };
+            self.echo_path.block(level.input, level.input, 0.0);
+            self.levels.push(level);
+            return;
+        }
+        let input = energy(&chunk);
+        self.cancel_block(&chunk, index);
         let linear = energy(self.linear_block.view(0, 0)) / (SCALE * SCALE);
         self.echo_path
             .block(input, linear, energy(&self.reference_chunk));

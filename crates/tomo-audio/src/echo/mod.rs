@@ -6,6 +6,7 @@ pub mod canceller;
 pub mod path;
 pub mod recorded;
 pub mod reference;
+mod resume;
 
 pub use canceller::{BlockLevel, CHUNK, EchoCanceller, EchoConfig, EchoOutput, FrameEcho};
 pub use path::{EchoPath, EchoPathDetector};
