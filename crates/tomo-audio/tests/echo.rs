@@ -7,17 +7,12 @@
 
 mod common;
 
-use common::echo::{Replay, cleaned_mic, fixture, json, probabilities};
+use common::echo::{Replay, cleaned_mic, energy, fixture, json, probabilities};
 use tomo_audio::{
     BargeInConfig, BargeInGate, EchoCanceller, EchoConfig, EchoOutput, EchoPath, FRAME_SAMPLES,
     FrameEcho, RenderReference, Segmenter, SegmenterConfig, SegmenterEvent, SileroVad,
     read_wav_mono,
 };
-
-/// Sum of squares.
-fn energy(x: &[f32]) -> f64 {
-    x.iter().map(|s| f64::from(s * s)).sum()
-}
 
 fn vad() -> Option<SileroVad> {
     let (model, runtime) = common::silero_paths()?;

@@ -203,11 +203,13 @@ pub struct EchoCanceller {
     /// The linear filter's output of the blocks returned since [`EchoCanceller::take_voice`].
     voice: Vec<f32>,
     reference_chunk: Vec<f32>,
-    /// Chunks that went through AEC3 (not passed through idle).
+    /// Chunks that went through AEC3 and out (not passed through idle; not the idle ones handed to it
+    /// late by [`EchoCanceller::feed_skipped_start`]).
     cancelled_chunks: u64,
     /// The cancelled chunks' energies since the last log, summed.
     recent: BlockLevel,
-    /// Samples of sounding reference AEC3 must still hear before its output is let through.
+    /// Samples of sounding reference AEC3 must still hear before its output is let through (counted on
+    /// the blocks that go out: what [`EchoCanceller::feed_skipped_start`] hands it late is not).
     warm_up_left: i64,
     /// Whether the microphone hears the speakers (headphones): decides between the suppressed output
     /// and the linear one.
@@ -410,21 +412,23 @@ impl EchoCanceller {
 
     /// The character starts again after a rest, at the capture block `index`: the blocks just before
     /// it went through idle, some of them while the reference of the answer's first samples was still
-    /// on its way (it lands a few ms after it is pulled; an idle block does not wait for it). AEC3 is
-    /// handed those blocks again, with the reference as it stands now, from the first that meets a
-    /// sound: what they came out as is already gone, but AEC3 then has the whole answer as its render,
-    /// and the echo of its first tens of ms, which reaches the microphone only after them, is cancelled.
-    /// On the device loop (2026-12-07) the reference of 10-41 ms of an answer's start was skipped so;
-    /// the echo's first 100 ms came through at -1 to -9 dB where more than 25 ms was (-34 to -50 dB
-    /// where under 15 ms was).
-    fn prime(&mut self, index: i64) {
+    /// on its way (it lands a few ms after it is pulled; an idle block does not wait for it), so AEC3
+    /// never had that reference as its render. AEC3 is handed those blocks now, late, with the reference
+    /// as it stands, from the first that meets a sound: what they came out as is already gone, but AEC3
+    /// then has the whole answer as its render, and the echo of its first tens of ms, which reaches the
+    /// microphone only after them, is cancelled. On the device loop (2026-12-07, a debug run of 12) the
+    /// first 10-41 ms of an answer's reference (its leading silence included) were skipped so, and the
+    /// echo's first 100 ms came through at -1 to -9 dB where more than 25 ms was (-34 to -50 dB where
+    /// under 15 ms was); in three runs of 20 after, 4-44 ms of sounding reference was handed over late
+    /// per answer.
+    fn feed_skipped_start(&mut self, index: i64) {
         let Some((first, history)) = self.idle_history.take_before(index) else {
             return;
         };
-        let mut primed = 0;
+        let mut fed = 0;
         for (k, block) in history.chunks_exact(CHUNK).enumerate() {
             let at = first + (k * CHUNK) as i64;
-            if primed == 0 {
+            if fed == 0 {
                 self.timeline
                     .read(at + self.lead, &mut self.reference_chunk);
                 if !self.reference_chunk.iter().any(|s| s.abs() > SOUNDING) {
@@ -432,11 +436,11 @@ impl EchoCanceller {
                 }
             }
             self.cancel_block(block, at);
-            primed += 1;
+            fed += 1;
         }
-        if primed > 0 {
+        if fed > 0 {
             tracing::debug!(
-                primed_ms = primed * CHUNK * 1_000 / SAMPLE_RATE as usize,
+                fed_ms = fed * CHUNK * 1_000 / SAMPLE_RATE as usize,
                 "echo canceller handed the answer's start it had passed through idle"
             );
         }
@@ -447,7 +451,7 @@ impl EchoCanceller {
         chunk.copy_from_slice(&self.pending[offset..offset + CHUNK]);
         let idle = self.is_idle(index);
         if !idle && std::mem::take(&mut self.was_idle) {
-            self.prime(index);
+            self.feed_skipped_start(index);
             self.resumed = Some(ResumedLog::default());
         }
         if idle {

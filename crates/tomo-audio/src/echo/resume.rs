@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use super::canceller::{BlockLevel, CHUNK};
 
 /// Idle blocks kept: more than the reference of an answer's start can be late by (the tap's block and
-/// resampler chunk, the device's burst, the capture frame: 10-41 ms on the device loop).
+/// resampler chunk, the device's burst, the capture frame: up to 44 ms on the device loop).
 const KEPT_BLOCKS: usize = 40;
 
 /// The last [`KEPT_BLOCKS`] capture blocks that went through idle, in order and contiguous.
@@ -43,8 +43,8 @@ impl IdleHistory {
 /// kept 0 to -29 dB of a microphone at -21 to -29 dBFS (half of them -7 dB or more), the third to
 /// fifth -54 to -86 dB: the echo of an answer's first 100 ms leaked. The cause (2026-12-07): the
 /// reference of the answer's first ms had not landed when the capture blocks that meet it went through
-/// idle (see `EchoCanceller::prime`); since they are handed to AEC3 again, the first window keeps -44 to
-/// -65 dB (56 of 57 answers).
+/// idle (see `EchoCanceller::feed_skipped_start`); since they are handed to AEC3 late, the first
+/// window keeps -44 to -65 dB (56 of 57 answers).
 #[derive(Debug, Default)]
 pub(super) struct ResumedLog {
     chunks: usize,

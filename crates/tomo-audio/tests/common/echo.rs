@@ -41,6 +41,11 @@ pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Cleaned {
     cancel_recorded(&mic.samples, &played, &config)
 }
 
+/// Sum of squares.
+pub fn energy(x: &[f32]) -> f64 {
+    x.iter().map(|s| f64::from(s * s)).sum()
+}
+
 /// Silero's speech probability for every 512-sample frame.
 pub fn probabilities(samples: &[f32], vad: &mut SileroVad) -> Vec<f32> {
     vad.reset();
