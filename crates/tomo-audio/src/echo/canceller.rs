@@ -419,7 +419,7 @@ impl EchoCanceller {
     /// microphone only after them, is cancelled. On the device loop (2026-12-07, a debug run of 12) the
     /// first 10-41 ms of an answer's reference (its leading silence included) were skipped so, and the
     /// echo's first 100 ms came through at -1 to -9 dB where more than 25 ms was (-34 to -50 dB where
-    /// under 15 ms was); in three runs of 20 after, 4-44 ms of sounding reference was handed over late
+    /// under 15 ms was); in five runs of 20 after, 4-44 ms of sounding reference was handed over late
     /// per answer.
     fn feed_skipped_start(&mut self, index: i64) {
         let Some((first, history)) = self.idle_history.take_before(index) else {
