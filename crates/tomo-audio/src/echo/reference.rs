@@ -3,10 +3,13 @@
 //! aligned sample by sample with the microphone.
 //!
 //! Both sides count time in 16 kHz samples since the handle was made (its epoch), so a capture frame
-//! recorded at instant `t` meets exactly the reference that was playing at `t`. Audio-callback timestamps
-//! jitter (through PulseAudio's ALSA plugin by 60-80 ms: the device pulls in bursts); a block that starts within [`CONTIGUOUS_TOLERANCE`] of where the previous
-//! one ended is taken as its continuation (no clicks, no gaps), and only a larger jump (a pause in
-//! playback, an underrun) moves the write position. Where nothing was played the reference is silence.
+//! recorded at instant `t` meets exactly the reference that was playing at `t`. A block pulled by the
+//! device right after the previous one (by the device's frame count) is taken as its continuation (no
+//! clicks, no gaps); any other starts a new stretch (a pause in playback, however short: the next
+//! sentence came late). Blocks with no device frame (files, tests) go by their stamps, which jitter
+//! (audio-callback timestamps through PulseAudio's ALSA plugin by 60-80 ms: the device pulls in
+//! bursts): within [`CONTIGUOUS_TOLERANCE`] of where the previous one ended they continue it. Where
+//! nothing was played the reference is silence.
 //!
 //! A new stretch (the next sentence or answer after a pause) is placed by the device frames pulled
 //! since the anchor (the last stretch placed by its stamp), not by the clock's stamp, unless the stamp
@@ -24,9 +27,9 @@ use crate::SAMPLE_RATE;
 use crate::device_clock::Pull;
 use crate::resample::StreamResampler;
 
-/// Blocks whose start is this close to the end of the previous one continue it: more than the bursts'
-/// jitter (re-anchoring on jitter shifts the reference against the echo, and the canceller loses its
-/// adapted filter each time), less than a pause between sentences usually is.
+/// Blocks with no device frame whose stamp is this close to the end of the previous one continue it:
+/// more than the bursts' jitter (re-anchoring on jitter shifts the reference against the echo, and the
+/// canceller loses its adapted filter each time). The capture side's stamps go by it too.
 pub const CONTIGUOUS_TOLERANCE: Duration = Duration::from_millis(100);
 /// A new stretch goes where the device frames since the anchor put it, unless its stamp is this much
 /// later (the device stalled or lost time: its frames no longer count time; the clock's origin moves
@@ -36,6 +39,11 @@ const LOST_TIME: Duration = Duration::from_millis(20);
 /// loop, 20 ms in under four minutes), which the echo does not, so this side is wide: only a count gone
 /// wrong gets here.
 const ORIGIN_CREEP_LIMIT: Duration = Duration::from_millis(250);
+/// A block whose first device frame is within this many frames of where the stretch's last block ended
+/// continues it. Blocks of one clip, and clips queued back to back, follow each other exactly (a tap
+/// block's first pull can read the count before or after the device's own source has counted that
+/// frame: one either way).
+const DEVICE_SLACK_FRAMES: f64 = 2.0;
 /// Input frames per FFT call of the reference's resampler (one tap block).
 const RESAMPLE_CHUNK: usize = 256;
 /// Reference audio kept for the capture side (more than any device delay the canceller can handle).
@@ -209,6 +217,40 @@ struct Stretch {
     input_len: f64,
     /// Output samples produced so far (they sit at `start ..`).
     produced: i64,
+    /// The device frame just past the last block (`None`: blocks placed by their stamps alone).
+    device_end: Option<(DeviceFrame, f64)>,
+}
+
+impl Stretch {
+    /// Whether `block` goes on where this stretch ends. By the device's frame count when both have one:
+    /// a gap the device filled with silence between two clips (the next sentence synthesized late)
+    /// shows there, however short, while the stamps jitter, and a block taken for a continuation is
+    /// written right after the last one: a 30 ms gap would put the rest of the answer's reference 30 ms
+    /// early against its echo. Else by the stamp, within the jitter's [`CONTIGUOUS_TOLERANCE`].
+    fn continued_by(&self, block: &Block) -> bool {
+        if self.rate != block.sample_rate {
+            return false;
+        }
+        match (self.device_end, block.device) {
+            (Some((end, end_frame)), Some(device))
+                if end.stream == device.stream && end.rate == device.rate =>
+            {
+                (device.frame as f64 - end_frame).abs() <= DEVICE_SLACK_FRAMES
+            }
+            _ => (block.at - self.input_end).unsigned_abs() <= samples_for(CONTIGUOUS_TOLERANCE),
+        }
+    }
+
+    /// The device's gap before `block` in ms, when its stamp alone would have continued the stretch
+    /// (logged: how often sentences come late).
+    fn short_gap_ms(&self, block: &Block) -> Option<f64> {
+        let (end, end_frame) = self.device_end?;
+        let device = block.device?;
+        let stamp_close =
+            (block.at - self.input_end).unsigned_abs() <= samples_for(CONTIGUOUS_TOLERANCE);
+        (stamp_close && device.stream == end.stream && device.rate == end.rate)
+            .then(|| (device.frame as f64 - end_frame) * 1_000.0 / f64::from(device.rate))
+    }
 }
 
 /// The capture side's view: the reference resampled to 16 kHz on the shared sample clock.
@@ -263,11 +305,17 @@ impl ReferenceTimeline {
     }
 
     fn place(&mut self, block: Block) {
-        let tolerance = samples_for(CONTIGUOUS_TOLERANCE);
-        let continues = self.stretch.as_ref().is_some_and(|s| {
-            s.rate == block.sample_rate && (block.at - s.input_end).unsigned_abs() <= tolerance
-        });
+        let continues = self
+            .stretch
+            .as_ref()
+            .is_some_and(|s| s.continued_by(&block));
         if !continues {
+            if let Some(gap_ms) = self.stretch.as_ref().and_then(|s| s.short_gap_ms(&block)) {
+                tracing::debug!(
+                    gap_ms,
+                    "echo reference: a gap between clips starts a new stretch"
+                );
+            }
             self.flush();
             let start = self.new_stretch_at(&block);
             // Small FFT chunks: what was pulled reaches the timeline within ~5 ms (256 frames at 48
@@ -284,6 +332,7 @@ impl ReferenceTimeline {
                 input_end: start,
                 input_len: 0.0,
                 produced: 0,
+                device_end: None,
             });
         }
         let Some(stretch) = self.stretch.as_mut() else {
@@ -300,6 +349,11 @@ impl ReferenceTimeline {
             block.samples.len() as f64 * f64::from(SAMPLE_RATE) / f64::from(block.sample_rate);
         // The stretch's own length, not the block's stamp: jitter must not stretch or squeeze it.
         stretch.input_len += consumed;
+        stretch.device_end = block.device.map(|device| {
+            let frames =
+                block.samples.len() as f64 * f64::from(device.rate) / f64::from(block.sample_rate);
+            (device, device.frame as f64 + frames)
+        });
         stretch.input_end = stretch.start + stretch.input_len.round() as i64;
         let at = stretch.start + stretch.produced;
         stretch.produced += converted.len() as i64;
@@ -423,168 +477,5 @@ impl ReferenceTimeline {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ramp(n: usize) -> Vec<f32> {
-        (0..n).map(|i| i as f32 / n as f32).collect()
-    }
-
-    #[test]
-    fn blocks_land_where_they_are_heard_and_silence_fills_the_rest() {
-        let reference = RenderReference::new();
-        let mut timeline = ReferenceTimeline::new(reference.clone());
-        reference.push_at(&[0.5; 160], SAMPLE_RATE, 1_000);
-        timeline.update();
-        let mut out = vec![9.0; 400];
-        timeline.read(900, &mut out);
-        assert!(out[..100].iter().all(|&s| s == 0.0), "before: silence");
-        assert!(out[100..260].iter().all(|&s| s == 0.5), "the block");
-        assert!(out[260..].iter().all(|&s| s == 0.0), "after: silence");
-        assert_eq!(timeline.last_played(), Some(1_160));
-    }
-
-    /// A 48 kHz device's pull of `frame`, `us` microseconds after `epoch`.
-    fn pulled(epoch: Instant, us: u64, frame: u64, stream: u64) -> Pull {
-        Pull {
-            at: epoch + Duration::from_micros(us),
-            frame,
-            rate: 48_000,
-            stream,
-        }
-    }
-
-    /// Where the first non-silent sample of the timeline is, reading `from` on.
-    fn first_sound(timeline: &mut ReferenceTimeline, from: i64) -> Option<i64> {
-        let mut out = vec![0.0; 16_000];
-        timeline.read(from, &mut out);
-        out.iter().position(|&s| s != 0.0).map(|i| from + i as i64)
-    }
-
-    #[test]
-    fn a_new_stretch_goes_where_the_device_frames_put_it_unless_the_device_lost_time() {
-        let epoch = Instant::now();
-        let reference = RenderReference::with_epoch(epoch);
-        let mut timeline = ReferenceTimeline::new(reference.clone());
-        let pulled = |ms: u64, frame: u64| pulled(epoch, ms * 1_000, frame, 0);
-        // An answer pulled as device frame 48 000, stamped at 1 s (16 000 at 16 kHz).
-        reference.push_pulled(&[0.5; 480], 48_000, pulled(1_000, 48_000));
-        timeline.update();
-        assert_eq!(first_sound(&mut timeline, 15_000), Some(16_000));
-        // The next answer, 2 s of device frames later; the clock's origin crept 2 ms earlier: the
-        // frames place it, 2 s after the first.
-        reference.push_pulled(&[0.5; 480], 48_000, pulled(2_998, 144_000));
-        timeline.update();
-        assert_eq!(first_sound(&mut timeline, 47_000), Some(48_000));
-        // 50 ms more than its frames say: the device lost time, the stamp places it and anchors.
-        reference.push_pulled(&[0.5; 480], 48_000, pulled(5_050, 240_000));
-        timeline.update();
-        assert_eq!(first_sound(&mut timeline, 79_000), Some(80_800));
-        reference.push_pulled(&[0.5; 480], 48_000, pulled(6_049, 288_000));
-        timeline.update();
-        assert_eq!(first_sound(&mut timeline, 95_000), Some(96_800));
-    }
-
-    #[test]
-    fn stretches_count_from_the_anchor_through_the_origin_s_creep_but_not_across_a_reopened_device()
-    {
-        let epoch = Instant::now();
-        let reference = RenderReference::with_epoch(epoch);
-        let mut timeline = ReferenceTimeline::new(reference.clone());
-        let pulled = |us: u64, frame: u64, stream: u64| pulled(epoch, us, frame, stream);
-        reference.push_pulled(&[0.5; 480], 48_000, pulled(1_000_000, 48_000, 0));
-        timeline.update();
-        // Thirty answers 48 001 frames apart (16 000⅓ samples at 16 kHz): counted from the anchor they
-        // land exactly; counted from each other the thirds would be rounded away, 10 samples short.
-        for k in 1..=30u64 {
-            let frame = 48_000 + k * 48_001;
-            reference.push_pulled(&[0.5; 480], 48_000, pulled(frame * 1_000 / 48, frame, 0));
-            timeline.update();
-        }
-        let last = 16_000 + (30 * 48_001) / 3;
-        assert_eq!(first_sound(&mut timeline, last - 1_000), Some(last));
-        // The clock's origin crept 100 ms earlier: the frames still place the next answer.
-        let frame = 48_000 + 31 * 48_001;
-        let counted = 16_000 + ((31.0 * 48_001.0) / 3.0_f64).round() as i64;
-        reference.push_pulled(
-            &[0.5; 480],
-            48_000,
-            pulled(frame * 1_000 / 48 - 100_000, frame, 0),
-        );
-        timeline.update();
-        assert_eq!(first_sound(&mut timeline, counted - 2_000), Some(counted));
-        // The device reopened and counts from 0 again, to a frame that counted on from the old anchor
-        // would put it 1 000 samples later than its stamp, which passes for creep: the stamp places it.
-        let at_us = frame * 1_000 / 48 + 2_000_000;
-        let stamped = (at_us * 16 / 1_000) as i64;
-        let reopened_frame = 48_000 + 3 * (stamped + 1_000 - 16_000) as u64;
-        reference.push_pulled(&[0.5; 480], 48_000, pulled(at_us, reopened_frame, 1));
-        timeline.update();
-        assert_eq!(first_sound(&mut timeline, stamped - 2_000), Some(stamped));
-    }
-
-    #[test]
-    fn jittery_stamps_within_the_tolerance_continue_the_stretch() {
-        let reference = RenderReference::new();
-        let mut timeline = ReferenceTimeline::new(reference.clone());
-        let signal = ramp(1_600);
-        // Stamps off by up to ±10 ms (160 samples), as audio callbacks are.
-        for (k, block) in signal.chunks(320).enumerate() {
-            let jitter = [0, 150, -120, 90, -160][k];
-            reference.push_at(block, SAMPLE_RATE, (k * 320) as i64 + jitter);
-        }
-        timeline.update();
-        let mut out = vec![0.0; 1_600];
-        timeline.read(0, &mut out);
-        assert_eq!(out, signal, "no gaps, no overlaps");
-    }
-
-    #[test]
-    fn a_long_stretch_of_fractional_blocks_keeps_its_length() {
-        let reference = RenderReference::new();
-        let mut timeline = ReferenceTimeline::new(reference.clone());
-        // 40 s of 256-sample blocks at 48 kHz (85⅓ samples each at 16 kHz), stamped where they are
-        // heard. Rounded block by block the stretch's end ran 2 500 samples short, past the
-        // tolerance: the answer broke into new stretches.
-        let blocks = 7_500;
-        for k in 0..blocks {
-            reference.push_at(&[0.25; 256], 48_000, k * 256 / 3);
-            timeline.update();
-        }
-        assert_eq!(timeline.last_pulled(), Some(blocks * 256 / 3));
-    }
-
-    #[test]
-    fn another_rate_is_resampled_onto_the_clock() {
-        let reference = RenderReference::new();
-        let mut timeline = ReferenceTimeline::new(reference.clone());
-        let tone: Vec<f32> = (0..22_050)
-            .map(|i| (2.0 * std::f32::consts::PI * 440.0 * i as f32 / 22_050.0).sin() * 0.5)
-            .collect();
-        for (k, block) in tone.chunks(441).enumerate() {
-            reference.push_at(block, 22_050, (k * 320) as i64);
-        }
-        timeline.update();
-        let mut out = vec![0.0; 16_000];
-        timeline.read(0, &mut out);
-        // One second of a 440 Hz tone at 16 kHz: ~880 zero crossings, and the held-back tail flushed.
-        let crossings = out
-            .windows(2)
-            .filter(|w| (w[0] < 0.0) != (w[1] < 0.0))
-            .count();
-        assert!((crossings as i64 - 880).abs() < 10, "{crossings} crossings");
-        assert!(
-            out[15_500..15_900].iter().any(|s| s.abs() > 0.3),
-            "tail present"
-        );
-    }
-
-    #[test]
-    fn a_silent_capture_side_does_not_grow_memory() {
-        let reference = RenderReference::new();
-        for k in 0..(MAX_QUEUED_BLOCKS + 10) {
-            reference.push_at(&[0.1; 16], SAMPLE_RATE, (k * 16) as i64);
-        }
-        assert_eq!(reference.dropped_blocks(), 10);
-    }
-}
+#[path = "reference_tests.rs"]
+mod tests;
