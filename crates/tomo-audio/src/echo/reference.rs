@@ -6,10 +6,10 @@
 //! recorded at instant `t` meets exactly the reference that was playing at `t`. A block pulled by the
 //! device right after the previous one (by the device's frame count) is taken as its continuation (no
 //! clicks, no gaps); any other starts a new stretch (a pause in playback, however short: the next
-//! sentence came late). Blocks with no device frame (files, tests) go by their stamps, which jitter
-//! (audio-callback timestamps through PulseAudio's ALSA plugin by 60-80 ms: the device pulls in
-//! bursts): within [`CONTIGUOUS_TOLERANCE`] of where the previous one ended they continue it. Where
-//! nothing was played the reference is silence.
+//! sentence came late; or a reopened device). Blocks with no device frame (files, tests) go by their
+//! stamps, which jitter (audio-callback timestamps through PulseAudio's ALSA plugin by 60-80 ms: the
+//! device pulls in bursts): within [`CONTIGUOUS_TOLERANCE`] of where the previous one ended they
+//! continue it. Where nothing was played the reference is silence.
 //!
 //! A new stretch (the next sentence or answer after a pause) is placed by the device frames pulled
 //! since the anchor (the last stretch placed by its stamp), not by the clock's stamp, unless the stamp
@@ -39,10 +39,13 @@ const LOST_TIME: Duration = Duration::from_millis(20);
 /// loop, 20 ms in under four minutes), which the echo does not, so this side is wide: only a count gone
 /// wrong gets here.
 const ORIGIN_CREEP_LIMIT: Duration = Duration::from_millis(250);
-/// A block whose first device frame is within this many frames of where the stretch's last block ended
-/// continues it. Blocks of one clip, and clips queued back to back, follow each other exactly (a tap
-/// block's first pull can read the count before or after the device's own source has counted that
-/// frame: one either way).
+/// A block whose first device frame is within this many frames of where the stretch's last block ended,
+/// plus as many per clip sample a device frame stands for ([`Stretch::continued_by`]), continues it. On
+/// a device at the clips' rate (48 kHz) blocks of one clip, and clips queued back to back, follow each
+/// other exactly; at another rate rodio's linear converter, which starts over at every span (a clip's
+/// start, after its first 512 samples, then every 32 768), reads a sample or two ahead there, and the
+/// fractional frames per block round either way: under 2 frames at 44.1 kHz, 2 at 96 kHz, 4 at 192 kHz.
+/// A real pause that short would be misplaced by about a sample at 16 kHz at most.
 const DEVICE_SLACK_FRAMES: f64 = 2.0;
 /// Input frames per FFT call of the reference's resampler (one tap block).
 const RESAMPLE_CHUNK: usize = 256;
@@ -226,29 +229,36 @@ impl Stretch {
     /// a gap the device filled with silence between two clips (the next sentence synthesized late)
     /// shows there, however short, while the stamps jitter, and a block taken for a continuation is
     /// written right after the last one: a 30 ms gap would put the rest of the answer's reference 30 ms
-    /// early against its echo. Else by the stamp, within the jitter's [`CONTIGUOUS_TOLERANCE`].
+    /// early against its echo. A block from another opening of the device never continues it. Else
+    /// (files, tests) by the stamp, within the jitter's [`CONTIGUOUS_TOLERANCE`].
     fn continued_by(&self, block: &Block) -> bool {
         if self.rate != block.sample_rate {
             return false;
         }
         match (self.device_end, block.device) {
-            (Some((end, end_frame)), Some(device))
-                if end.stream == device.stream && end.rate == device.rate =>
-            {
-                (device.frame as f64 - end_frame).abs() <= DEVICE_SLACK_FRAMES
+            (Some((end, end_frame)), Some(device)) => {
+                let frames_per_sample = f64::from(device.rate) / f64::from(block.sample_rate);
+                end.stream == device.stream
+                    && end.rate == device.rate
+                    && (device.frame as f64 - end_frame).abs()
+                        <= DEVICE_SLACK_FRAMES * (1.0 + frames_per_sample)
             }
             _ => (block.at - self.input_end).unsigned_abs() <= samples_for(CONTIGUOUS_TOLERANCE),
         }
     }
 
-    /// The device's gap before `block` in ms, when its stamp alone would have continued the stretch
-    /// (logged: how often sentences come late).
-    fn short_gap_ms(&self, block: &Block) -> Option<f64> {
+    /// The pause the device played before `block` in ms, when its stamp alone would have continued the
+    /// stretch (logged: how often the next sentence comes late; rodio's queue pads with silences of 512
+    /// samples, ≈ 10.7 ms at 48 kHz, so it comes in steps of those).
+    fn short_pause_ms(&self, block: &Block) -> Option<f64> {
         let (end, end_frame) = self.device_end?;
         let device = block.device?;
         let stamp_close =
             (block.at - self.input_end).unsigned_abs() <= samples_for(CONTIGUOUS_TOLERANCE);
-        (stamp_close && device.stream == end.stream && device.rate == end.rate)
+        (stamp_close
+            && self.rate == block.sample_rate
+            && device.stream == end.stream
+            && device.rate == end.rate)
             .then(|| (device.frame as f64 - end_frame) * 1_000.0 / f64::from(device.rate))
     }
 }
@@ -310,10 +320,10 @@ impl ReferenceTimeline {
             .as_ref()
             .is_some_and(|s| s.continued_by(&block));
         if !continues {
-            if let Some(gap_ms) = self.stretch.as_ref().and_then(|s| s.short_gap_ms(&block)) {
+            if let Some(pause_ms) = self.stretch.as_ref().and_then(|s| s.short_pause_ms(&block)) {
                 tracing::debug!(
-                    gap_ms,
-                    "echo reference: a gap between clips starts a new stretch"
+                    pause_ms,
+                    "echo reference: a short pause in playback starts a new stretch"
                 );
             }
             self.flush();

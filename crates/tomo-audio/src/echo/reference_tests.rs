@@ -114,8 +114,12 @@ fn a_short_gap_the_device_played_between_two_clips_stays_on_the_timeline() {
     };
     reference.push_pulled(&[0.5; 160], SAMPLE_RATE, pull(48_000, 0));
     reference.push_pulled(&[0.25; 160], SAMPLE_RATE, pull(48_480 + 1_440, 0));
-    // Pulled right after it, stamped 8 ms late.
-    reference.push_pulled(&[0.75; 160], SAMPLE_RATE, pull(48_480 + 1_440 + 480, 8_000));
+    // Pulled right after it, stamped 150 ms late (by its stamp alone it would start a stretch of its own).
+    reference.push_pulled(
+        &[0.75; 160],
+        SAMPLE_RATE,
+        pull(48_480 + 1_440 + 480, 150_000),
+    );
     timeline.update();
     let mut out = vec![0.0; 1_000];
     timeline.read(16_000, &mut out);
