@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::echo::{Replay, cleaned_mic, energy, fixture, json, probabilities};
+use common::echo::{Replay, cleaned_mic, energy, fixture, fixture_mic, json, probabilities};
 use tomo_audio::{
     BargeInConfig, BargeInGate, EchoCanceller, EchoConfig, EchoOutput, EchoPath, FRAME_SAMPLES,
     FrameEcho, RenderReference, Segmenter, SegmenterConfig, SegmenterEvent, SileroVad,
@@ -222,9 +222,7 @@ fn with_headphones_the_users_words_pass_whole_from_the_first_answers() {
     let Some(mut vad) = vad() else {
         return;
     };
-    let mic = read_wav_mono(&fixture("echo-headset").join("mic.wav"))
-        .unwrap()
-        .samples;
+    let mic = fixture_mic("echo-headset");
     let clean = cleaned_mic("echo-headset", Some(EchoOutput::default()));
     absent_from_the_first_answer("echo-headset", &clean);
 
@@ -277,17 +275,14 @@ fn words_over_an_answer_keep_their_first_syllables_through_the_suppressor() {
     for case in ["echo-barge-in", "echo-barge-in-far"] {
         let description = json(&fixture(case).join("case.json"));
         let room = description["room"].as_str().unwrap();
-        let mic = read_wav_mono(&fixture(case).join("mic.wav")).unwrap();
-        let echo = read_wav_mono(&fixture(room).join("mic.wav")).unwrap();
+        let mic = fixture_mic(case);
+        let echo = fixture_mic(room);
         let clean = cleaned_mic(case, Some(EchoOutput::default()));
         let words = description["events"].as_array().unwrap().iter();
         for event in words.filter(|e| e["kind"] == "words") {
             let onset = event["onset"].as_u64().unwrap() as usize;
             let first = onset..onset + FIRST_200_MS;
-            let user: Vec<f32> = first
-                .clone()
-                .map(|i| mic.samples[i] - echo.samples[i])
-                .collect();
+            let user: Vec<f32> = first.clone().map(|i| mic[i] - echo[i]).collect();
             assert!(energy(&user) > 0.0, "{case}: no words at {onset}");
             let kept_db = 10.0 * (energy(&clean.samples[first]) / energy(&user)).log10();
             let phrase = format!("{case} {}: {kept_db:.1} dB", event["text"]);
@@ -315,12 +310,8 @@ fn with_headphones_words_over_the_first_answer_pass_whole() {
         return;
     };
     let at = |e: &serde_json::Value, key: &str| e[key].as_u64().unwrap() as usize;
-    let mic = read_wav_mono(&fixture("echo-headset").join("mic.wav"))
-        .unwrap()
-        .samples;
-    let floor = read_wav_mono(&fixture("echo-headset-quiet").join("mic.wav"))
-        .unwrap()
-        .samples;
+    let mic = fixture_mic("echo-headset");
+    let floor = fixture_mic("echo-headset-quiet");
     let played = read_wav_mono(&fixture("echo-answers").join("ref.wav")).unwrap();
     let answers = json(&fixture("echo-answers").join("answers.json"));
     let first_answer = &answers["answers"][0];

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::echo::{energy, fixture, json};
+use common::echo::{energy, fixture, fixture_mic, json};
 use tomo_audio::echo::CHUNK;
 use tomo_audio::{EchoCanceller, EchoConfig, RenderReference, read_wav_mono};
 
@@ -42,9 +42,7 @@ struct Laid {
 
 #[test]
 fn an_answers_first_echo_is_cancelled_though_its_reference_landed_after_the_capture_passed_it() {
-    let mic = read_wav_mono(&fixture("echo-loopback").join("mic.wav"))
-        .unwrap()
-        .samples;
+    let mic = fixture_mic("echo-loopback");
     let played = read_wav_mono(&fixture("echo-answers").join("ref.wav")).unwrap();
     assert_eq!(played.sample_rate as usize * GRID, 16_000 * GRID_22K);
     let answers = json(&fixture("echo-answers").join("answers.json"));

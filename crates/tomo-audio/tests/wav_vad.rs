@@ -191,16 +191,12 @@ fn silero_tells_speech_from_silence() {
 /// followed speech, and after 3.2 s of silence, from the phrase's first sound.
 #[test]
 fn after_a_reset_silero_hears_the_first_syllables_as_after_a_silence() {
-    use common::echo::{fixture, json};
+    use common::echo::{fixture, fixture_mic, json};
     let (Some(mut reset), Some(mut streamed)) = (silero(), silero()) else {
         return;
     };
-    let mic = read_wav_mono(&fixture("echo-barge-in").join("mic.wav"))
-        .unwrap()
-        .samples;
-    let echo = read_wav_mono(&fixture("echo-room-near").join("mic.wav"))
-        .unwrap()
-        .samples;
+    let mic = fixture_mic("echo-barge-in");
+    let echo = fixture_mic("echo-room-near");
     let case = json(&fixture("echo-barge-in").join("case.json"));
     let first_speech = |vad: &mut SileroVad, phrase: &[f32]| {
         phrase

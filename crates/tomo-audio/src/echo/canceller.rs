@@ -59,6 +59,11 @@ impl BlockLevel {
     }
 }
 
+/// Whether the character makes a sound in `samples` of the reference.
+fn sounding(samples: &[f32]) -> bool {
+    samples.iter().any(|s| s.abs() > SOUNDING)
+}
+
 fn energy(samples: &[f32]) -> f32 {
     samples.iter().map(|s| s * s).sum()
 }
@@ -431,7 +436,7 @@ impl EchoCanceller {
             if fed == 0 {
                 self.timeline
                     .read(at + self.lead, &mut self.reference_chunk);
-                if !self.reference_chunk.iter().any(|s| s.abs() > SOUNDING) {
+                if !sounding(&self.reference_chunk) {
                     continue;
                 }
             }
@@ -476,7 +481,7 @@ impl EchoCanceller {
         if self.warm_up_left > 0 && path == EchoPath::Heard {
             // The session's first answer: what the warm-up holds back is not what resuming leaks.
             self.resumed = None;
-            if self.reference_chunk.iter().any(|s| s.abs() > SOUNDING) {
+            if sounding(&self.reference_chunk) {
                 self.warm_up_left -= CHUNK as i64;
             }
             self.output.extend([0.0; CHUNK]);

@@ -243,8 +243,13 @@ impl Stretch {
                     && (device.frame as f64 - end_frame).abs()
                         <= DEVICE_SLACK_FRAMES * (1.0 + frames_per_sample)
             }
-            _ => (block.at - self.input_end).unsigned_abs() <= samples_for(CONTIGUOUS_TOLERANCE),
+            _ => self.stamp_continues(block),
         }
+    }
+
+    /// Whether `block`'s stamp is within the jitter's [`CONTIGUOUS_TOLERANCE`] of the stretch's end.
+    fn stamp_continues(&self, block: &Block) -> bool {
+        (block.at - self.input_end).unsigned_abs() <= samples_for(CONTIGUOUS_TOLERANCE)
     }
 
     /// The pause the device played before `block` in ms, when its stamp alone would have continued the
@@ -253,9 +258,7 @@ impl Stretch {
     fn short_pause_ms(&self, block: &Block) -> Option<f64> {
         let (end, end_frame) = self.device_end?;
         let device = block.device?;
-        let stamp_close =
-            (block.at - self.input_end).unsigned_abs() <= samples_for(CONTIGUOUS_TOLERANCE);
-        (stamp_close
+        (self.stamp_continues(block)
             && self.rate == block.sample_rate
             && device.stream == end.stream
             && device.rate == end.rate)

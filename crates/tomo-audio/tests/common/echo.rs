@@ -41,6 +41,13 @@ pub fn cleaned_mic(case: &str, aec: Option<EchoOutput>) -> Cleaned {
     cancel_recorded(&mic.samples, &played, &config)
 }
 
+/// The microphone recording of `case` (16 kHz samples).
+pub fn fixture_mic(case: &str) -> Vec<f32> {
+    read_wav_mono(&fixture(case).join("mic.wav"))
+        .unwrap()
+        .samples
+}
+
 /// Sum of squares.
 pub fn energy(x: &[f32]) -> f64 {
     x.iter().map(|s| f64::from(s * s)).sum()
