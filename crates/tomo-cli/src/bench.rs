@@ -71,6 +71,10 @@ pub struct VoiceBenchArgs {
     /// instead of the scripted one, and keep its plugins: what a fresh install sounds like.
     #[arg(long, requires = "device", conflicts_with = "answer")]
     pub brain: bool,
+    /// With --device: talk over each answer instead (one of six interruptions, 0.6-1.8 s into it) and
+    /// measure how soon the answer falls silent at the device.
+    #[arg(long, requires = "device", conflicts_with_all = ["half_duplex", "brain"])]
+    pub talk_over: bool,
 }
 
 fn parse_engine(name: &str) -> Result<TtsEngine, String> {
@@ -103,6 +107,10 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
     }
     if let Some(voice) = &args.tts_voice {
         profile.tts.voice = voice.clone();
+    }
+    if args.device && args.talk_over {
+        crate::bench_talk_over::run(args, profile).await?;
+        return Ok(ExitCode::SUCCESS);
     }
     if args.device {
         crate::bench_device::run(args, profile).await?;

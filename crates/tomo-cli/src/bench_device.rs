@@ -15,14 +15,14 @@ use tomo_audio::output::{AudioOutput, Clip};
 use tomo_audio::{Audio, Capture, CaptureConfig, RodioOutput, SAMPLE_RATE, read_wav_mono};
 use tomo_protocol::{Event, EventEnvelope};
 use tomo_runtime::{Duplex, ModelInstall, SessionBuilder, SessionFlags, VoiceIn, VoiceOut};
-use tomo_testkit::{ScriptedServer, script};
+use tomo_testkit::{ScriptedResponse, ScriptedServer, script};
 
 use crate::bench::{ANSWER, VoiceBenchArgs, percentile, spoken_questions};
 
 /// 10 ms blocks for finding sound in the recording.
-const BLOCK: usize = (SAMPLE_RATE / 100) as usize;
+pub(crate) const BLOCK: usize = (SAMPLE_RATE / 100) as usize;
 /// RMS above which a block is sound (the null sink is digital silence otherwise).
-const SOUND_RMS: f32 = 0.003;
+pub(crate) const SOUND_RMS: f32 = 0.003;
 /// Silence at least this long ends the question (the answer cannot come sooner than this).
 const GAP_MIN: Duration = Duration::from_millis(250);
 
@@ -38,11 +38,8 @@ struct Turn {
 
 pub async fn run(
     args: VoiceBenchArgs,
-    mut profile: tomo_config::profile::Profile,
+    profile: tomo_config::profile::Profile,
 ) -> anyhow::Result<()> {
-    if !args.brain {
-        profile.plugins.enabled.clear();
-    }
     let reply = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
     let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
     let scratch = tempfile::tempdir()?;
@@ -54,50 +51,19 @@ pub async fn run(
     let per = Duration::from_millis(args.token_ms);
     // Several replies per turn: a request started in a pause the speaker then talks through is dropped,
     // and it has taken a reply.
-    let server = if args.brain {
-        None
-    } else {
-        Some(
-            ScriptedServer::start(
-                (0..args.n * 8 + 1)
-                    .map(|_| script::text_reply_with_delay(&reply, first, per))
-                    .collect(),
-            )
-            .await?,
-        )
-    };
-    let flags = SessionFlags {
-        llm_base_url: server.as_ref().map(ScriptedServer::base_url),
-        data_dir: Some(scratch.path().join("data")),
-        ..SessionFlags::default()
-    };
-    let duplex = if args.barge_in {
-        Duplex::Full
-    } else if args.half_duplex {
-        Duplex::Half
-    } else {
-        Duplex::Auto
-    };
-    let plugins = profile.plugins.enabled.clone();
-    let full_duplex = duplex == Duplex::Full || profile.asr.interrupt && duplex == Duplex::Auto;
-    let (session, mut events) = SessionBuilder::new(&args.profile, profile)
-        .env(flags.env_options())
-        .voice_out(VoiceOut::Speakers { workers: 2 })
-        .voice_in(VoiceIn::Microphone { duplex })
-        .install(ModelInstall::Require)
-        .start()
-        .await?;
-    if session.microphone.is_none() {
-        bail!("the session has no microphone (start a sound device, e.g. scripts/pulse-null.sh)");
-    }
-    if args.brain {
-        brain_warmed_up(&session).await;
-    }
-    let ear = Ear::start()?;
-    let mouth = RodioOutput::open(None).context("no output device to play the questions on")?;
-    // Let the devices and the recognizer warm up.
-    settle(&mut events, Duration::from_secs(3)).await;
-    let idle_cpu = idle_cpu(Duration::from_secs(10)).await;
+    let replies = (0..args.n * 8 + 1)
+        .map(|_| script::text_reply_with_delay(&reply, first, per))
+        .collect();
+    let DeviceLoop {
+        session,
+        mut events,
+        ear,
+        mouth,
+        server,
+        full_duplex,
+        idle_cpu,
+        plugins,
+    } = DeviceLoop::start(&args, profile, replies, scratch.path()).await?;
 
     let mut turns = Vec::new();
     let mut self_interrupted = 0;
@@ -228,6 +194,86 @@ pub async fn run(
     Ok(())
 }
 
+/// The live session on the device loop, the ear recording the input device, and the mouth that plays
+/// the user's side into the output device.
+pub(crate) struct DeviceLoop {
+    pub session: tomo_runtime::RunningSession,
+    pub events: mpsc::UnboundedReceiver<EventEnvelope>,
+    pub ear: Ear,
+    pub mouth: RodioOutput,
+    /// The scripted LLM (none with `--brain`).
+    pub server: Option<ScriptedServer>,
+    pub full_duplex: bool,
+    /// The whole process's CPU while the session listened to nothing, in % of one core.
+    pub idle_cpu: f64,
+    /// The plugins the session runs (none unless `--brain`).
+    pub plugins: Vec<String>,
+}
+
+impl DeviceLoop {
+    /// Starts the session for `profile` (its LLM scripted with `replies` unless `--brain`; its data
+    /// under `scratch`), the ear and the mouth, lets them warm up and measures idle CPU.
+    pub(crate) async fn start(
+        args: &VoiceBenchArgs,
+        mut profile: tomo_config::profile::Profile,
+        replies: Vec<ScriptedResponse>,
+        scratch: &Path,
+    ) -> anyhow::Result<Self> {
+        if !args.brain {
+            profile.plugins.enabled.clear();
+        }
+        let server = if args.brain {
+            None
+        } else {
+            Some(ScriptedServer::start(replies).await?)
+        };
+        let flags = SessionFlags {
+            llm_base_url: server.as_ref().map(ScriptedServer::base_url),
+            data_dir: Some(scratch.join("data")),
+            ..SessionFlags::default()
+        };
+        let duplex = if args.barge_in {
+            Duplex::Full
+        } else if args.half_duplex {
+            Duplex::Half
+        } else {
+            Duplex::Auto
+        };
+        let plugins = profile.plugins.enabled.clone();
+        let full_duplex = duplex == Duplex::Full || profile.asr.interrupt && duplex == Duplex::Auto;
+        let (session, mut events) = SessionBuilder::new(&args.profile, profile)
+            .env(flags.env_options())
+            .voice_out(VoiceOut::Speakers { workers: 2 })
+            .voice_in(VoiceIn::Microphone { duplex })
+            .install(ModelInstall::Require)
+            .start()
+            .await?;
+        if session.microphone.is_none() {
+            bail!(
+                "the session has no microphone (start a sound device, e.g. scripts/pulse-null.sh)"
+            );
+        }
+        if args.brain {
+            brain_warmed_up(&session).await;
+        }
+        let ear = Ear::start()?;
+        let mouth = RodioOutput::open(None).context("no output device to play the questions on")?;
+        // Let the devices and the recognizer warm up.
+        settle(&mut events, Duration::from_secs(3)).await;
+        let idle_cpu = idle_cpu(Duration::from_secs(10)).await;
+        Ok(Self {
+            session,
+            events,
+            ear,
+            mouth,
+            server,
+            full_duplex,
+            idle_cpu,
+            plugins,
+        })
+    }
+}
+
 /// The embedded brain evaluates the character's prompt prefix once it has loaded (≈ 8 s on two cores);
 /// a user who speaks before that waits for it, which is the first run's cost, not a turn's.
 async fn brain_warmed_up(session: &tomo_runtime::RunningSession) {
@@ -249,13 +295,13 @@ async fn brain_warmed_up(session: &tomo_runtime::RunningSession) {
 }
 
 /// An independent recording of the input device, as the user's ear.
-struct Ear {
+pub(crate) struct Ear {
     samples: Arc<Mutex<Vec<f32>>>,
     _capture: Capture,
 }
 
 impl Ear {
-    fn start() -> anyhow::Result<Self> {
+    pub(crate) fn start() -> anyhow::Result<Self> {
         let (capture, streams) = Capture::spawn(CaptureConfig::default())?;
         capture.start()?;
         let samples = Arc::new(Mutex::new(Vec::new()));
@@ -273,11 +319,11 @@ impl Ear {
         })
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.samples.lock().map_or(0, |s| s.len())
     }
 
-    fn since(&self, from: usize) -> Vec<f32> {
+    pub(crate) fn since(&self, from: usize) -> Vec<f32> {
         self.samples
             .lock()
             .map(|s| s.get(from..).unwrap_or_default().to_vec())
@@ -285,7 +331,7 @@ impl Ear {
     }
 }
 
-fn play(mouth: &RodioOutput, audio: Audio) -> anyhow::Result<()> {
+pub(crate) fn play(mouth: &RodioOutput, audio: Audio) -> anyhow::Result<()> {
     mouth.play(Clip {
         audio,
         on_start: None,
@@ -387,7 +433,7 @@ async fn answer(
     }
 }
 
-async fn settle(events: &mut mpsc::UnboundedReceiver<EventEnvelope>, time: Duration) {
+pub(crate) async fn settle(events: &mut mpsc::UnboundedReceiver<EventEnvelope>, time: Duration) {
     let deadline = tokio::time::Instant::now() + time;
     while tokio::time::timeout_at(deadline, events.recv())
         .await

@@ -3,6 +3,7 @@
 mod bench;
 mod bench_device;
 mod bench_llm;
+mod bench_talk_over;
 mod bench_vision;
 mod chat;
 mod load;

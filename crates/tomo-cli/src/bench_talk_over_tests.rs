@@ -1,0 +1,96 @@
+use super::*;
+
+const RATE: usize = 16_000;
+
+/// A voice-like answer: a vowel (a few harmonics) in 400 ms syllables with 50 ms dips between them,
+/// `ms` long.
+fn answer(ms: usize) -> Vec<f32> {
+    (0..ms * RATE / 1000)
+        .map(|i| {
+            let t = i as f32 / RATE as f32;
+            let syllable = (i % 7_200) < 6_400;
+            let voice = (t * 180.0 * std::f32::consts::TAU).sin() * 0.08
+                + (t * 360.0 * std::f32::consts::TAU).sin() * 0.05
+                + (t * 540.0 * std::f32::consts::TAU).sin() * 0.03;
+            if syllable { voice } else { voice * 0.2 }
+        })
+        .collect()
+}
+
+/// The interruption: 200 ms of silence, then 1.2 s of noise bursts (words), deterministic.
+fn interruption() -> Vec<f32> {
+    let mut state = 12_345u32;
+    let mut out = vec![0.0; RATE / 5];
+    for i in 0..RATE * 6 / 5 {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let noise = (state >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
+        let word = (i % 4_800) < 4_000;
+        out.push(if word { noise * 0.3 } else { noise * 0.01 });
+    }
+    out
+}
+
+/// `said` through a device path (a short smoothing filter, 0.9 gain) added at `at`.
+fn mix(recording: &mut [f32], said: &[f32], at: usize) {
+    let path = [0.15, 0.6, 0.15];
+    for n in 0..said.len() + path.len() {
+        let value: f32 = path
+            .iter()
+            .enumerate()
+            .filter_map(|(k, h)| n.checked_sub(k).and_then(|i| said.get(i)).map(|s| s * h))
+            .sum();
+        if let Some(sample) = recording.get_mut(at + n) {
+            *sample += value;
+        }
+    }
+}
+
+/// An answer that stops `stop_ms` after the interruption's first sound (handed over at 1.5 s, in the
+/// recording 80 ms later), the recording running on 2 s after.
+fn take(stop_ms: i64) -> (Vec<f32>, Vec<f32>) {
+    let said = interruption();
+    let handed = RATE * 3 / 2;
+    let heard_at = handed + RATE * 8 / 100;
+    let onset = heard_at + RATE / 5;
+    let stop = (onset as i64 + stop_ms * RATE as i64 / 1000) as usize;
+    let mut recording = answer(stop * 1000 / RATE);
+    recording.resize(onset + RATE * 4, 0.0);
+    mix(&mut recording, &said, heard_at);
+    (recording, said)
+}
+
+#[test]
+fn the_answer_falling_silent_is_timed_from_the_interruptions_first_sound() {
+    for stop_ms in [120, 250, 480] {
+        let (recording, said) = take(stop_ms);
+        let silenced = silenced(&recording, &said, RATE * 3 / 2).expect("measured");
+        assert!(
+            (silenced.after_onset_ms - stop_ms).abs() <= 20,
+            "stopped {stop_ms} ms after the onset, measured {silenced:?}"
+        );
+        assert!(silenced.depth_db > 30.0, "{silenced:?}");
+    }
+}
+
+#[test]
+fn an_answer_that_plays_on_is_not_taken_for_silenced_by_its_pauses() {
+    // The answer goes on 3 s past the onset (pauses of 50 ms between its syllables).
+    let (recording, said) = take(3_000);
+    let silenced = silenced(&recording, &said, RATE * 3 / 2).expect("measured");
+    assert!(silenced.after_onset_ms >= 2_950, "{silenced:?}");
+}
+
+#[test]
+fn nothing_to_measure_without_the_answer_before_the_interruption() {
+    let said = interruption();
+    let mut recording = vec![0.0; RATE * 5];
+    mix(&mut recording, &said, RATE * 3 / 2);
+    assert_eq!(silenced(&recording, &said, RATE * 3 / 2), None);
+}
+
+#[test]
+fn the_solver_finds_the_filter() {
+    let a = vec![vec![4.0, 1.0], vec![1.0, 3.0]];
+    let x = solve(a, vec![1.0, 2.0]);
+    assert!((x[0] - 1.0 / 11.0).abs() < 1e-12 && (x[1] - 7.0 / 11.0).abs() < 1e-12);
+}
