@@ -5,7 +5,7 @@
 //! interruption mixed; the interruption is known, so it is found in the recording (cross-correlation),
 //! fitted through the device path (a short least-squares filter: the two resamplings) and subtracted,
 //! which leaves the answer alone: the time from the interruption's first sound to the start of the
-//! answer's final silence is what the user hears. The next turn's answer (to the interruption) is cut
+//! answer's first silence of 400 ms after it is what the user hears. The next turn's answer (to the interruption) is cut
 //! with an interrupt op as soon as it starts.
 
 use std::time::Duration;
@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::bail;
 use tokio::sync::mpsc;
 use tomo_audio::{Audio, read_wav_mono};
-use tomo_protocol::{Event, EventEnvelope, Op};
+use tomo_protocol::{Event, EventEnvelope, Op, TurnId};
 use tomo_speech::asr::word_error_rate;
 use tomo_testkit::script;
 
@@ -76,7 +76,7 @@ struct Take {
 /// When the answer fell silent after the interruption, in the recording.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Silenced {
-    /// From the interruption's first sound to the start of the answer's final silence (negative: the
+    /// From the interruption's first sound to the start of the answer's first silence of 400 ms after it (negative: the
     /// answer was already in a pause it never came out of).
     pub after_onset_ms: i64,
     /// How far under itself the interruption was subtracted (dB over the blocks where it sounds and the
@@ -94,7 +94,16 @@ pub async fn run(
     for (i, text) in INTERRUPTIONS.iter().enumerate() {
         let path = scratch.path().join(format!("over{i}.wav"));
         speak_with_flite(text, &path)?;
-        interruptions.push(read_wav_mono(&path)?);
+        let said = read_wav_mono(&path)?;
+        // The analysis compares it sample by sample with the ear's 16 kHz recording.
+        if said.sample_rate != tomo_audio::SAMPLE_RATE {
+            bail!(
+                "flite spoke {} at {} Hz, not 16 kHz",
+                path.display(),
+                said.sample_rate
+            );
+        }
+        interruptions.push(said);
     }
     let reply = args
         .answer
@@ -105,6 +114,11 @@ pub async fn run(
     let replies = (0..args.n * 12 + 2)
         .map(|_| script::text_reply_with_delay(&reply, first, per))
         .collect();
+    if !(args.barge_in || profile.asr.interrupt) {
+        bail!(
+            "--talk-over needs the character to listen while it speaks (the profile sets `[asr] interrupt = false`; add --barge-in)"
+        );
+    }
     let DeviceLoop {
         session,
         mut events,
@@ -112,41 +126,73 @@ pub async fn run(
         mouth,
         // Kept to the end: the session's LLM.
         server: _server,
-        full_duplex,
         ..
     } = DeviceLoop::start(&args, profile, replies, scratch.path()).await?;
-    if !full_duplex {
-        bail!("--talk-over needs the character to listen while it speaks (not --half-duplex)");
-    }
     let ops = session.ops();
     let mut takes = Vec::new();
+    let mut held_before = 0;
+    let mut last_turn = 0;
     for turn in 0..args.n {
         let from = ear.len();
         play(&mouth, questions[turn % questions.len()].clone())?;
-        if !started_sounding(&mut events, Duration::from_secs(30)).await {
+        let Some(answer) = started_sounding(&mut events, last_turn, Duration::from_secs(30)).await
+        else {
             eprintln!("turn {turn}: no answer started");
             continue;
-        }
+        };
+        last_turn = answer;
         tokio::time::sleep(placement(turn)).await;
+        // What happened to the answer before the interruption (a hold for its own echo) is not the
+        // interruption's.
+        let mut watch = OverAnswer::new(answer);
+        while let Ok(envelope) = events.try_recv() {
+            watch.see(&envelope.event);
+        }
+        if watch.drained {
+            eprintln!("turn {turn}: the answer ended before the interruption");
+            continue;
+        }
+        if watch.held {
+            held_before += 1;
+        }
+        watch.forget_holds();
         let interruption = turn % interruptions.len();
-        let said_at = ear.len() - from;
+        let said_at = ear.len().saturating_sub(from);
         play(&mouth, interruptions[interruption].clone())?;
-        let (outcome, heard) = talked_over(&mut events, &ops).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while let Ok(Some(envelope)) = tokio::time::timeout_at(deadline, events.recv()).await {
+            match watch.see(&envelope.event) {
+                Watch::Going => {}
+                Watch::Over => break,
+                Watch::CutReply(reply) => {
+                    last_turn = last_turn.max(reply);
+                    // The answer to the interruption: not measured.
+                    if ops.send(Op::Interrupt).await.is_err() {
+                        bail!("the session ended");
+                    }
+                    if watch.outcome() == Outcome::Stopped {
+                        break;
+                    }
+                }
+            }
+        }
         settle(&mut events, Duration::from_millis(1500)).await;
+        let heard = (!watch.heard.is_empty()).then(|| watch.heard.join(" "));
         eprintln!(
-            "turn {turn}: {:?} over the answer: {outcome:?}, heard {heard:?}",
-            INTERRUPTIONS[interruption]
+            "turn {turn}: {:?} over the answer: {:?}, heard {heard:?}",
+            INTERRUPTIONS[interruption],
+            watch.outcome()
         );
         takes.push(Take {
             recording: ear.since(from),
             said_at,
             interruption,
-            outcome,
+            outcome: watch.outcome(),
             heard,
         });
     }
     session.shutdown().await;
-    report(&takes, &interruptions);
+    report(&takes, &interruptions, held_before);
     Ok(())
 }
 
@@ -157,65 +203,110 @@ fn load(paths: &[std::path::PathBuf]) -> anyhow::Result<Vec<Audio>> {
         .collect::<Result<Vec<_>, _>>()?)
 }
 
-/// Waits for the answer's first sentence to reach the device.
+/// Waits for an answer's first sentence to reach the device: a turn after `after` (a late sentence
+/// of an earlier turn does not count). Its turn.
 async fn started_sounding(
     events: &mut mpsc::UnboundedReceiver<EventEnvelope>,
+    after: TurnId,
     timeout: Duration,
-) -> bool {
+) -> Option<TurnId> {
     let deadline = tokio::time::Instant::now() + timeout;
     while let Ok(Some(envelope)) = tokio::time::timeout_at(deadline, events.recv()).await {
-        if matches!(envelope.event, Event::AudioStarted { .. }) {
-            return true;
+        if let Event::AudioStarted { turn_id, .. } = envelope.event
+            && turn_id > after
+        {
+            return Some(turn_id);
         }
     }
-    false
+    None
 }
 
-/// What became of the answer the user talked over, and what the session heard them say; the answer to
-/// their words is cut as soon as it starts.
-async fn talked_over(
-    events: &mut mpsc::UnboundedReceiver<EventEnvelope>,
-    ops: &mpsc::Sender<Op>,
-) -> (Outcome, Option<String>) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let mut outcome = None;
-    let mut heard = None;
-    while let Ok(Some(envelope)) = tokio::time::timeout_at(deadline, events.recv()).await {
-        match envelope.event {
-            Event::AnswerResumed { .. } if outcome.is_none() => outcome = Some(Outcome::WentOn),
-            Event::TurnAborted { .. } if outcome.is_none() => outcome = Some(Outcome::Stopped),
-            Event::PlaybackDrained { .. } if outcome.is_none() => {
-                return (Outcome::NeverHeld, heard);
+/// What became of one answer the user talked over, from the session's events.
+#[derive(Debug)]
+struct OverAnswer {
+    answer: TurnId,
+    held: bool,
+    stopped: bool,
+    drained: bool,
+    /// What the session heard the user say (an interruption split at its comma comes in pieces).
+    heard: Vec<String>,
+}
+
+/// What the watch over an answer wants next.
+#[derive(Debug, PartialEq, Eq)]
+enum Watch {
+    Going,
+    /// A later turn's answer started (the answer to the user's words): cut it.
+    CutReply(TurnId),
+    /// The answer played to its end.
+    Over,
+}
+
+impl OverAnswer {
+    fn new(answer: TurnId) -> Self {
+        Self {
+            answer,
+            held: false,
+            stopped: false,
+            drained: false,
+            heard: Vec::new(),
+        }
+    }
+
+    fn forget_holds(&mut self) {
+        self.held = false;
+    }
+
+    fn see(&mut self, event: &Event) -> Watch {
+        match event {
+            Event::AnswerHeld { turn_id } if *turn_id == self.answer => self.held = true,
+            Event::TurnAborted { turn_id, .. } if *turn_id == self.answer => self.stopped = true,
+            Event::PlaybackDrained { turn_id } if *turn_id == self.answer => {
+                self.drained = true;
+                if !self.stopped {
+                    return Watch::Over;
+                }
             }
-            // Later holds of the same answer do not change what the first one became.
-            Event::PlaybackDrained { .. } if outcome == Some(Outcome::WentOn) => break,
-            Event::UserTranscript { text, .. } => heard = Some(text),
-            Event::AudioStarted { .. } if outcome == Some(Outcome::Stopped) => {
-                // The answer to the interruption: not measured.
-                let _ = ops.send(Op::Interrupt).await;
-                break;
+            Event::UserTranscript { text } => self.heard.push(text.clone()),
+            Event::AudioStarted { turn_id, .. } if *turn_id > self.answer => {
+                return Watch::CutReply(*turn_id);
             }
             _ => {}
         }
+        Watch::Going
     }
-    (outcome.unwrap_or(Outcome::NeverHeld), heard)
+
+    fn outcome(&self) -> Outcome {
+        if self.stopped {
+            Outcome::Stopped
+        } else if self.held {
+            Outcome::WentOn
+        } else {
+            Outcome::NeverHeld
+        }
+    }
 }
 
-fn report(takes: &[Take], interruptions: &[Audio]) {
+fn report(takes: &[Take], interruptions: &[Audio], held_before: usize) {
     let count = |which: Outcome| takes.iter().filter(|t| t.outcome == which).count();
     println!(
         "talk-over at the device: {} turns (an interruption played 0.6-1.8 s after the answer's first sentence reached the device)",
         takes.len()
     );
     println!(
-        "  stopped by the words: {}; held and let go on: {}; never held: {}",
+        "  stopped by the words: {}; held and let go on: {}; never held: {}; answers held before the interruption (their own echo): {held_before}",
         count(Outcome::Stopped),
         count(Outcome::WentOn),
         count(Outcome::NeverHeld)
     );
     let mut delays = Vec::new();
     let mut depths = Vec::new();
+    // Only answers the words stopped are timed: one let go on, or never held, fell silent for other
+    // reasons (its hold, its own end).
     for (i, take) in takes.iter().enumerate() {
+        if take.outcome != Outcome::Stopped {
+            continue;
+        }
         let said = &interruptions[take.interruption].samples;
         match silenced(&take.recording, said, take.said_at) {
             Some(silenced) => {
@@ -232,6 +323,7 @@ fn report(takes: &[Take], interruptions: &[Audio]) {
         }
     }
     if !delays.is_empty() {
+        // An answer already in a pause it never came out of counts as silent at the onset.
         let mut shown: Vec<u64> = delays.iter().map(|d| (*d).max(0) as u64).collect();
         shown.sort_unstable();
         println!(
@@ -309,7 +401,7 @@ pub(crate) fn silenced(recording: &[f32], said: &[f32], said_at: usize) -> Optio
             .get(b)
             .is_some_and(|level| *level < silent_under)
     };
-    let stopped = (onset..answer_level.len().saturating_sub(STOPPED_BLOCKS))
+    let stopped = (onset..=answer_level.len().saturating_sub(STOPPED_BLOCKS))
         .find(|&b| (b..b + STOPPED_BLOCKS).all(silent))?;
     let mut from = stopped;
     while from > onset.saturating_sub(100) && silent(from - 1) {

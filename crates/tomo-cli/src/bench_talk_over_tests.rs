@@ -2,11 +2,14 @@ use super::*;
 
 const RATE: usize = 16_000;
 
-/// A voice-like answer: a vowel (a few harmonics) in 400 ms syllables with 50 ms dips between them,
-/// `ms` long.
+/// A voice-like answer: a vowel (a few harmonics) in 400 ms syllables with 50 ms dips between them
+/// and 150 ms of silence between its 1.2 s sentences, `ms` long.
 fn answer(ms: usize) -> Vec<f32> {
     (0..ms * RATE / 1000)
         .map(|i| {
+            if i % 19_200 >= 16_800 {
+                return 0.0;
+            }
             let t = i as f32 / RATE as f32;
             let syllable = (i % 7_200) < 6_400;
             let voice = (t * 180.0 * std::f32::consts::TAU).sin() * 0.08
@@ -74,10 +77,26 @@ fn the_answer_falling_silent_is_timed_from_the_interruptions_first_sound() {
 
 #[test]
 fn an_answer_that_plays_on_is_not_taken_for_silenced_by_its_pauses() {
-    // The answer goes on 3 s past the onset (pauses of 50 ms between its syllables).
-    let (recording, said) = take(3_000);
+    // The answer goes on 2.7 s past the onset, through two 150 ms pauses between its sentences.
+    let (recording, said) = take(2_700);
     let silenced = silenced(&recording, &said, RATE * 3 / 2).expect("measured");
-    assert!(silenced.after_onset_ms >= 2_950, "{silenced:?}");
+    assert!(
+        (silenced.after_onset_ms - 2_700).abs() <= 20,
+        "{silenced:?}"
+    );
+}
+
+#[test]
+fn an_answer_already_in_its_last_pause_is_silent_before_the_onset() {
+    let (recording, said) = take(-100);
+    let silenced = silenced(&recording, &said, RATE * 3 / 2).expect("measured");
+    assert!((silenced.after_onset_ms + 100).abs() <= 20, "{silenced:?}");
+}
+
+#[test]
+fn a_recording_too_short_to_hold_the_interruption_measures_nothing() {
+    let (recording, said) = take(250);
+    assert_eq!(silenced(&recording[..RATE], &said, RATE * 3 / 2), None);
 }
 
 #[test]
@@ -93,4 +112,62 @@ fn the_solver_finds_the_filter() {
     let a = vec![vec![4.0, 1.0], vec![1.0, 3.0]];
     let x = solve(a, vec![1.0, 2.0]);
     assert!((x[0] - 1.0 / 11.0).abs() < 1e-12 && (x[1] - 7.0 / 11.0).abs() < 1e-12);
+    // A zero first pivot: the rows must be swapped.
+    let x = solve(vec![vec![0.0, 2.0], vec![3.0, 1.0]], vec![4.0, 5.0]);
+    assert!(
+        (x[0] - 1.0).abs() < 1e-12 && (x[1] - 2.0).abs() < 1e-12,
+        "{x:?}"
+    );
+}
+
+fn sounding(turn_id: TurnId) -> Event {
+    Event::AudioStarted {
+        turn_id,
+        sentence_index: 0,
+        duration_ms: 900,
+        frame_ms: 20,
+        envelope: Vec::new(),
+        actions: Vec::new(),
+    }
+}
+
+#[test]
+fn words_that_stop_the_answer_after_it_was_let_go_on_count_as_stopping_it() {
+    let mut watch = OverAnswer::new(4);
+    // Its own later sentences and a hold of another turn change nothing.
+    assert_eq!(watch.see(&sounding(4)), Watch::Going);
+    assert_eq!(watch.see(&Event::AnswerHeld { turn_id: 3 }), Watch::Going);
+    assert_eq!(watch.outcome(), Outcome::NeverHeld);
+    watch.see(&Event::AnswerHeld { turn_id: 4 });
+    assert_eq!(watch.outcome(), Outcome::WentOn);
+    watch.see(&Event::UserTranscript {
+        text: "Wait,".into(),
+    });
+    watch.see(&Event::TurnAborted {
+        turn_id: 4,
+        partial_text: String::new(),
+    });
+    watch.see(&Event::UserTranscript {
+        text: "stop for a second.".into(),
+    });
+    assert_eq!(watch.outcome(), Outcome::Stopped);
+    assert_eq!(watch.heard.join(" "), "Wait, stop for a second.");
+    // The aborted answer's drain does not end the watch; the reply to the words is cut.
+    assert_eq!(
+        watch.see(&Event::PlaybackDrained { turn_id: 4 }),
+        Watch::Going
+    );
+    assert_eq!(watch.see(&sounding(5)), Watch::CutReply(5));
+}
+
+#[test]
+fn an_answer_that_plays_to_its_end_ends_the_watch() {
+    let mut watch = OverAnswer::new(2);
+    watch.see(&Event::AnswerHeld { turn_id: 2 });
+    watch.forget_holds();
+    assert_eq!(
+        watch.see(&Event::PlaybackDrained { turn_id: 2 }),
+        Watch::Over
+    );
+    assert_eq!(watch.outcome(), Outcome::NeverHeld);
 }
