@@ -5,8 +5,9 @@
 //! gate, reset when an answer starts). Prints, per room, how many were held within 300 ms of their onset
 //! and the distribution; the same for the words said with headphones on (the answer playing and the
 //! canceller running, no echo at the microphone, a noise floor) and for the words alone (no answer played, no canceller,
-//! the gate's rules without their echo conditions: how soon Silero lets the gate hold at best); then how
-//! often the rooms' echo alone was held. Audio time throughout.
+//! the gate's rules without their echo conditions: how soon Silero lets the gate hold at best) and over
+//! the loopback's echo (the device benchmark's scene); then how often the rooms' echo alone was held.
+//! Audio time throughout.
 //!
 //! `cargo run --release -p tomo-runtime --example talk_over_timing`
 //! The model store is `$TOMO_MODELS_DIR` or `~/.local/share/tomo/models`.
@@ -60,6 +61,10 @@ fn answers() -> Result<Vec<(usize, usize)>> {
 enum Scene {
     /// Over the answer from the speakers: the room's echo under them, cancelled.
     OverAnswer,
+    /// Over the answer on the loopback (`echo-loopback`: what is played reaches the microphone as it
+    /// is, as through a PulseAudio null sink's monitor), cancelled: the device benchmark's scene
+    /// (`tomo bench voice --device --talk-over`), where the user's words are as loud as the echo.
+    OverLoopback,
     /// With headphones on: the answer plays and the canceller runs, but no echo reaches the microphone,
     /// only its own noise floor (`echo-headset-quiet`).
     Headphones,
@@ -76,7 +81,7 @@ fn holds(
     scene: Scene,
 ) -> Result<Vec<usize>> {
     let cleaned = match scene {
-        Scene::OverAnswer | Scene::Headphones => {
+        Scene::OverAnswer | Scene::OverLoopback | Scene::Headphones => {
             let played = read_wav_mono(&fixture("echo-answers").join("ref.wav"))?;
             cancel_recorded(mic, &played, &EchoConfig::default())
         }
@@ -159,11 +164,13 @@ fn room(
         phrases.push((user, field(event, "onset")? - start));
     }
     // A headset microphone's own floor with nobody talking (pink noise, -60 dBFS).
+    let loopback = read_wav_mono(&fixture("echo-loopback").join("mic.wav"))?.samples;
     let headset_floor = read_wav_mono(&fixture("echo-headset-quiet").join("mic.wav"))?.samples;
     let mut delays = Vec::new();
     for rotation in 0..phrases.len() {
         let mut mic = match scene {
             Scene::OverAnswer => echo.clone(),
+            Scene::OverLoopback => loopback.clone(),
             Scene::Headphones => headset_floor.clone(),
             Scene::WordsAlone => vec![0.0; echo.len()],
         };
@@ -196,6 +203,16 @@ fn main() -> Result<()> {
     for (case, scene, label) in [
         ("echo-barge-in", Scene::OverAnswer, "echo-barge-in"),
         ("echo-barge-in-far", Scene::OverAnswer, "echo-barge-in-far"),
+        (
+            "echo-barge-in",
+            Scene::OverLoopback,
+            "near room's words over the loopback",
+        ),
+        (
+            "echo-barge-in-far",
+            Scene::OverLoopback,
+            "far room's words over the loopback",
+        ),
         (
             "echo-barge-in",
             Scene::Headphones,
