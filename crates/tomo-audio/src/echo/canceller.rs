@@ -160,27 +160,49 @@ const FILTER_BLOCKS: usize = 32;
 /// 6 / 9), the echo alone held none of 3 × 20 answers, and on the device loop (3 runs of 20) the echo
 /// came through at -67 to -74 dB (median over 2 s windows; -74 at 12 in the same sitting) with no answer
 /// held. The per-block condition is unchanged: AEC3's residual-echo estimate over 125 Hz-1.9 kHz under
-/// 0.25 of what its linear filter leaves (the microphone's until the filter is usable), and that 30 times
-/// the noise floor. With 1.0 instead of 0.25 the device loop's echo came through at -57 dB; an earlier
-/// try, 4 blocks with 0.1, changed nothing measurable (0.1 makes the switch harder).
+/// [`NEAREND_ENR`] of what its linear filter leaves (the microphone's until the filter is usable), and
+/// that 30 times the noise floor. An earlier try, 4 blocks with ENR 0.1, changed nothing measurable.
 const NEAREND_TRIGGER_BLOCKS: i32 = 2;
+
+/// The residual-echo estimate over 125 Hz-1.9 kHz, as a share of what the linear filter leaves, under
+/// which a block counts towards the near-end state ([`NEAREND_TRIGGER_BLOCKS`]; AEC3's default 0.25).
+/// Chosen together with [`ERLE_CAPS`] (the figures there): the caps lower the estimate, this lets the
+/// user's voice count against it sooner. Alone, 0.5 changed nothing measurable on the device loop (10
+/// turns talked over), and 1.0 let its echo through at -57.5 dB (median, -63 to -66 at 0.25).
+const NEAREND_ENR: f32 = 0.5;
+
+/// How much AEC3 may believe its linear filter removed (ERLE, linear power ratio) below / above 2 kHz
+/// (AEC3's defaults 4 / 1.5). The residual-echo estimate is the filter's echo estimate divided by this,
+/// so with the defaults it never falls below a quarter of it under 2 kHz, where the near-end detector
+/// looks: where the user is as loud as the character (the device loop) it did not trip until the user
+/// dominated, and the suppressor took the first 200-400 ms of their words down 30-59 dB. With 8 below
+/// 2 kHz and [`NEAREND_ENR`] 0.5, words over the loopback's echo (`examples/talk_over_timing`) were held
+/// within 300 ms of their onset 107 / 101 of 120 times (p90 266 / 352 ms; defaults 106 / 97, p90 298 /
+/// 378), and at the device (`tomo bench voice --device --talk-over`) 14 of 20 interruptions silenced the
+/// answer within 300 ms (10 of 20 at the defaults); the echo alone held no answer offline (3 x 20) nor on
+/// the device loop. Above 2 kHz the cap stays: at 2 or 4 the far room's echo alone passed the gate once
+/// in 20 answers (`tests/echo.rs`), as did 6 / 3; 16 / 8 held the rooms' echo in 2 of 40.
+const ERLE_CAPS: (f32, f32) = (8.0, 1.5);
 
 /// The near-end tuning's mask from 1 kHz up (blended in from 625 Hz), as (transparent under, suppressing
 /// fully from) the ratio of residual echo to what the linear filter leaves; AEC3's default (0.1, 0.3).
 /// While the user's voice dominates, its consonants are what the VAD hears first.
 const NEAREND_HF_MASK: (f32, f32) = (0.3, 0.5);
 
-/// AEC3's defaults, with the linear output exported, a longer linear filter ([`FILTER_BLOCKS`]) and a
-/// quicker, more transparent switch to the suppressor's near-end state ([`NEAREND_TRIGGER_BLOCKS`],
-/// [`NEAREND_HF_MASK`]).
+/// AEC3's defaults, with the linear output exported, a longer linear filter ([`FILTER_BLOCKS`]), more
+/// trust in it ([`ERLE_CAPS`]) and a quicker, more transparent switch to the suppressor's near-end state
+/// ([`NEAREND_TRIGGER_BLOCKS`], [`NEAREND_ENR`], [`NEAREND_HF_MASK`]).
 fn aec3_config() -> EchoCanceller3Config {
     let mut config = EchoCanceller3Config::default();
     config.filter.export_linear_aec_output = true;
     let filter = &mut config.filter;
     filter.refined.length_blocks = FILTER_BLOCKS;
     filter.coarse.length_blocks = FILTER_BLOCKS;
+    (config.erle.max_l, config.erle.max_h) = ERLE_CAPS;
     let suppressor = &mut config.suppressor;
-    suppressor.dominant_nearend_detection.trigger_threshold = NEAREND_TRIGGER_BLOCKS;
+    let nearend = &mut suppressor.dominant_nearend_detection;
+    nearend.trigger_threshold = NEAREND_TRIGGER_BLOCKS;
+    nearend.enr_threshold = NEAREND_ENR;
     let mask_hf = &mut suppressor.nearend_tuning.mask_hf;
     (mask_hf.enr_transparent, mask_hf.enr_suppress) = NEAREND_HF_MASK;
     config.validate();
