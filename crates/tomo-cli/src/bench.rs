@@ -16,7 +16,7 @@ use tomo_audio::segments_from_wav;
 use tomo_config::profile::TtsEngine;
 use tomo_protocol::{Event, Op, SessionState};
 use tomo_runtime::{SessionBuilder, SessionFlags, VoiceOut, voice};
-use tomo_testkit::{ScriptedServer, script};
+use tomo_testkit::{ScriptedResponse, ScriptedServer, script};
 
 use crate::load::load_profile_or_report;
 
@@ -77,6 +77,20 @@ pub struct VoiceBenchArgs {
     pub talk_over: bool,
 }
 
+/// `count` replies of the scripted LLM: `--answer` (or `default`) at `--first-token-ms` and `--token-ms`.
+pub(crate) fn scripted_replies(
+    args: &VoiceBenchArgs,
+    default: &str,
+    count: usize,
+) -> Vec<ScriptedResponse> {
+    let answer = args.answer.as_deref().unwrap_or(default);
+    let first = Duration::from_millis(args.first_token_ms);
+    let per = Duration::from_millis(args.token_ms);
+    (0..count)
+        .map(|_| script::text_reply_with_delay(answer, first, per))
+        .collect()
+}
+
 fn parse_engine(name: &str) -> Result<TtsEngine, String> {
     serde_json::from_value(serde_json::Value::String(name.to_owned()))
         .map_err(|_| format!("`{name}` is not one of piper, kokoro, flite, espeak, openai"))
@@ -117,18 +131,10 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     profile.plugins.enabled.clear();
-    let answer = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
     let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
     let scratch = tempfile::tempdir()?;
     let questions = spoken_questions(scratch.path())?;
-    let first = Duration::from_millis(args.first_token_ms);
-    let per = Duration::from_millis(args.token_ms);
-    let server = ScriptedServer::start(
-        (0..args.n)
-            .map(|_| script::text_reply_with_delay(&answer, first, per))
-            .collect(),
-    )
-    .await?;
+    let server = ScriptedServer::start(scripted_replies(&args, ANSWER, args.n)).await?;
     let flags = SessionFlags {
         llm_base_url: Some(server.base_url()),
         data_dir: Some(scratch.path().join("data")),

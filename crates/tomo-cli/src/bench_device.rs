@@ -15,9 +15,9 @@ use tomo_audio::output::{AudioOutput, Clip};
 use tomo_audio::{Audio, Capture, CaptureConfig, RodioOutput, SAMPLE_RATE, read_wav_mono};
 use tomo_protocol::{Event, EventEnvelope};
 use tomo_runtime::{Duplex, ModelInstall, SessionBuilder, SessionFlags, VoiceIn, VoiceOut};
-use tomo_testkit::{ScriptedResponse, ScriptedServer, script};
+use tomo_testkit::{ScriptedResponse, ScriptedServer};
 
-use crate::bench::{ANSWER, VoiceBenchArgs, percentile, spoken_questions};
+use crate::bench::{ANSWER, VoiceBenchArgs, percentile, scripted_replies, spoken_questions};
 
 /// 10 ms blocks for finding sound in the recording.
 pub(crate) const BLOCK: usize = (SAMPLE_RATE / 100) as usize;
@@ -40,20 +40,15 @@ pub async fn run(
     args: VoiceBenchArgs,
     profile: tomo_config::profile::Profile,
 ) -> anyhow::Result<()> {
-    let reply = args.answer.clone().unwrap_or_else(|| ANSWER.to_owned());
     let voice_used = format!("{} {}", profile.tts.engine.as_str(), profile.tts.voice);
     let scratch = tempfile::tempdir()?;
     let questions = spoken_questions(scratch.path())?
         .iter()
         .map(|path| read_wav_mono(path))
         .collect::<Result<Vec<_>, _>>()?;
-    let first = Duration::from_millis(args.first_token_ms);
-    let per = Duration::from_millis(args.token_ms);
     // Several replies per turn: a request started in a pause the speaker then talks through is dropped,
     // and it has taken a reply.
-    let replies = (0..args.n * 8 + 1)
-        .map(|_| script::text_reply_with_delay(&reply, first, per))
-        .collect();
+    let replies = scripted_replies(&args, ANSWER, args.n * 8 + 1);
     let DeviceLoop {
         session,
         mut events,

@@ -15,9 +15,10 @@ use tokio::sync::mpsc;
 use tomo_audio::{Audio, read_wav_mono};
 use tomo_protocol::{Event, EventEnvelope, Op, TurnId};
 use tomo_speech::asr::word_error_rate;
-use tomo_testkit::script;
 
-use crate::bench::{VoiceBenchArgs, percentile, speak_with_flite, spoken_questions};
+use crate::bench::{
+    VoiceBenchArgs, percentile, scripted_replies, speak_with_flite, spoken_questions,
+};
 use crate::bench_device::{BLOCK, DeviceLoop, SOUND_RMS, play, settle};
 
 /// What the user says over the answer: the echo fixtures' six interruptions.
@@ -82,7 +83,14 @@ pub(crate) struct Silenced {
     /// How far under itself the interruption was subtracted (dB over the blocks where it sounds and the
     /// answer is silent): how much the measurement can be trusted.
     pub depth_db: f32,
+    /// How loud the interruption's first [`WORDS_LEVEL_BLOCKS`] were against the answer before them
+    /// (dB, mean power over the blocks that sound): where the user is softer than the character's
+    /// voice, the echo canceller's suppressor takes their first syllables down with it.
+    pub words_over_answer_db: f32,
 }
+
+/// The interruption's level is taken over its first 300 ms: what decides how soon it is heard.
+const WORDS_LEVEL_BLOCKS: usize = 30;
 
 pub async fn run(
     args: VoiceBenchArgs,
@@ -105,15 +113,7 @@ pub async fn run(
         }
         interruptions.push(said);
     }
-    let reply = args
-        .answer
-        .clone()
-        .unwrap_or_else(|| LONG_ANSWER.to_owned());
-    let first = Duration::from_millis(args.first_token_ms);
-    let per = Duration::from_millis(args.token_ms);
-    let replies = (0..args.n * 12 + 2)
-        .map(|_| script::text_reply_with_delay(&reply, first, per))
-        .collect();
+    let replies = scripted_replies(&args, LONG_ANSWER, args.n * 12 + 2);
     if !(args.barge_in || profile.asr.interrupt) {
         bail!(
             "--talk-over needs the character to listen while it speaks (the profile sets `[asr] interrupt = false`; add --barge-in)"
@@ -301,6 +301,7 @@ fn report(takes: &[Take], interruptions: &[Audio], held_before: usize) {
     );
     let mut delays = Vec::new();
     let mut depths = Vec::new();
+    let mut by_phrase: Vec<Vec<Silenced>> = vec![Vec::new(); INTERRUPTIONS.len()];
     // Only answers the words stopped are timed: one let go on, or never held, fell silent for other
     // reasons (its hold, its own end).
     for (i, take) in takes.iter().enumerate() {
@@ -311,11 +312,12 @@ fn report(takes: &[Take], interruptions: &[Audio], held_before: usize) {
         match silenced(&take.recording, said, take.said_at) {
             Some(silenced) => {
                 eprintln!(
-                    "take {i}: silent {} ms after the interruption's onset (subtracted {:.0} dB)",
-                    silenced.after_onset_ms, silenced.depth_db
+                    "take {i}: silent {} ms after the interruption's onset (subtracted {:.0} dB; its first 300 ms {:+.1} dB against the answer)",
+                    silenced.after_onset_ms, silenced.depth_db, silenced.words_over_answer_db
                 );
                 delays.push(silenced.after_onset_ms);
                 depths.push(silenced.depth_db);
+                by_phrase[take.interruption].push(silenced);
             }
             None => {
                 eprintln!("take {i}: the interruption or the answer not found in the recording")
@@ -340,6 +342,25 @@ fn report(takes: &[Take], interruptions: &[Audio], held_before: usize) {
             depths[depths.len() / 2],
             depths[0]
         );
+        println!(
+            "  by interruption (the answer silent after; its first 300 ms against the answer):"
+        );
+        for (text, timed) in INTERRUPTIONS.iter().zip(&by_phrase) {
+            if timed.is_empty() {
+                continue;
+            }
+            let each: Vec<String> = timed
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{} ms ({:+.0} dB)",
+                        t.after_onset_ms.max(0),
+                        t.words_over_answer_db
+                    )
+                })
+                .collect();
+            println!("    {text:<40} {}", each.join(", "));
+        }
     }
     let wers: Vec<f64> = takes
         .iter()
@@ -393,6 +414,18 @@ pub(crate) fn silenced(recording: &[f32], said: &[f32], said_at: usize) -> Optio
     if before.is_empty() {
         return None;
     }
+    let power = |levels: &[f32]| {
+        let sounding: Vec<f64> = levels
+            .iter()
+            .filter(|level| **level > SOUND_RMS)
+            .map(|level| f64::from(*level).powi(2))
+            .collect();
+        sounding.iter().sum::<f64>() / sounding.len().max(1) as f64
+    };
+    let words_end = (onset + WORDS_LEVEL_BLOCKS).min(said_level.len());
+    let words_over_answer_db = (10.0
+        * (power(&said_level[onset.min(words_end)..words_end]) / power(&before).max(1e-12)).log10())
+        as f32;
     let mut sorted = before;
     sorted.sort_by(f32::total_cmp);
     let silent_under = (sorted[sorted.len() / 2] * SILENT_SHARE).max(SOUND_RMS);
@@ -424,6 +457,7 @@ pub(crate) fn silenced(recording: &[f32], said: &[f32], said_at: usize) -> Optio
         after_onset_ms: ((from * BLOCK) as i64 - onset_sample as i64) * 1000
             / tomo_audio::SAMPLE_RATE as i64,
         depth_db,
+        words_over_answer_db,
     })
 }
 
