@@ -85,8 +85,9 @@ pub(crate) struct Silenced {
     pub depth_db: f32,
     /// How loud the interruption's first [`WORDS_LEVEL_BLOCKS`] were against the answer before them
     /// (dB, mean power over the blocks that sound): where the user is softer than the character's
-    /// voice, the echo canceller's suppressor takes their first syllables down with it.
-    pub words_over_answer_db: f32,
+    /// voice, the echo canceller's suppressor takes their first syllables down with it. `None` when
+    /// none of those blocks sounds.
+    pub words_over_answer_db: Option<f32>,
 }
 
 /// The interruption's level is taken over its first 300 ms: what decides how soon it is heard.
@@ -312,8 +313,10 @@ fn report(takes: &[Take], interruptions: &[Audio], held_before: usize) {
         match silenced(&take.recording, said, take.said_at) {
             Some(silenced) => {
                 eprintln!(
-                    "take {i}: silent {} ms after the interruption's onset (subtracted {:.0} dB; its first 300 ms {:+.1} dB against the answer)",
-                    silenced.after_onset_ms, silenced.depth_db, silenced.words_over_answer_db
+                    "take {i}: silent {} ms after the interruption's onset (subtracted {:.0} dB; its first 300 ms {} against the answer)",
+                    silenced.after_onset_ms,
+                    silenced.depth_db,
+                    level(silenced.words_over_answer_db)
                 );
                 delays.push(silenced.after_onset_ms);
                 depths.push(silenced.depth_db);
@@ -353,9 +356,9 @@ fn report(takes: &[Take], interruptions: &[Audio], held_before: usize) {
                 .iter()
                 .map(|t| {
                     format!(
-                        "{} ms ({:+.0} dB)",
+                        "{} ms ({})",
                         t.after_onset_ms.max(0),
-                        t.words_over_answer_db
+                        level(t.words_over_answer_db)
                     )
                 })
                 .collect();
@@ -378,6 +381,11 @@ fn report(takes: &[Take], interruptions: &[Audio], held_before: usize) {
             wers.len()
         );
     }
+}
+
+/// A level in dB for the report ("–" when none was measured).
+fn level(db: Option<f32>) -> String {
+    db.map_or_else(|| "–".to_owned(), |db| format!("{db:+.1} dB"))
 }
 
 fn rms(samples: &[f32]) -> f32 {
@@ -414,18 +422,19 @@ pub(crate) fn silenced(recording: &[f32], said: &[f32], said_at: usize) -> Optio
     if before.is_empty() {
         return None;
     }
+    // Mean power over the blocks that sound (`None`: none does).
     let power = |levels: &[f32]| {
         let sounding: Vec<f64> = levels
             .iter()
             .filter(|level| **level > SOUND_RMS)
             .map(|level| f64::from(*level).powi(2))
             .collect();
-        sounding.iter().sum::<f64>() / sounding.len().max(1) as f64
+        (!sounding.is_empty()).then(|| sounding.iter().sum::<f64>() / sounding.len() as f64)
     };
     let words_end = (onset + WORDS_LEVEL_BLOCKS).min(said_level.len());
-    let words_over_answer_db = (10.0
-        * (power(&said_level[onset.min(words_end)..words_end]) / power(&before).max(1e-12)).log10())
-        as f32;
+    let words_over_answer_db = power(&said_level[onset..words_end])
+        .zip(power(&before))
+        .map(|(words, answer)| (10.0 * (words / answer).log10()) as f32);
     let mut sorted = before;
     sorted.sort_by(f32::total_cmp);
     let silent_under = (sorted[sorted.len() / 2] * SILENT_SHARE).max(SOUND_RMS);

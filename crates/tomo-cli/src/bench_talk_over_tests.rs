@@ -76,25 +76,58 @@ fn the_answer_falling_silent_is_timed_from_the_interruptions_first_sound() {
 }
 
 #[test]
-fn the_interruptions_level_is_measured_against_the_answer_before_it() {
-    let (recording, said) = take(250);
-    let as_loud = silenced(&recording, &said, RATE * 3 / 2).expect("measured");
-    // The same take with the interruption said 6 dB softer.
-    let (mut softer, _) = take(250);
-    let half: Vec<f32> = said.iter().map(|s| s * 0.5).collect();
-    let heard_at = RATE * 3 / 2 + RATE * 8 / 100;
-    let negative: Vec<f32> = half.iter().map(|s| -s).collect();
-    mix(&mut softer, &negative, heard_at);
-    let softer = silenced(&softer, &half, RATE * 3 / 2).expect("measured");
-    let drop = as_loud.words_over_answer_db - softer.words_over_answer_db;
-    assert!((drop - 6.02).abs() < 0.5, "{as_loud:?} {softer:?}");
-    // The synthetic words (uniform noise at 0.3: 0.087 RMS, 0.055 through the smoothing path) against
-    // the answer (0.07 RMS in its 400 ms syllables, a fifth of that in its 50 ms dips): 0.0030 against
-    // 0.0044 in power, -1.6 dB.
+fn the_interruptions_level_is_its_first_300_ms_against_the_sounding_answer_before_it() {
+    // Handed over at 1.5 s, heard 80 ms later; its words begin 100 ms into it, on a block boundary.
+    let handed = RATE * 3 / 2;
+    let heard_at = handed + RATE * 8 / 100;
+    let onset = heard_at + RATE / 10;
+    assert_eq!(onset % BLOCK, 0);
+    // The words: noise at 0.05 for 150 ms, at 0.1 for 150 ms, then at 0.4 (12 dB louder than anything
+    // in the first 300 ms).
+    let mut state = 777u32;
+    let mut said = vec![0.0f32; RATE / 10];
+    for i in 0..RATE {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let noise = (state >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
+        let gain = match i * 1000 / RATE {
+            0..150 => 0.05,
+            150..300 => 0.1,
+            _ => 0.4,
+        };
+        said.push(noise * gain);
+    }
+    // The answer: a 200 Hz sine at 0.1 (power 0.005 in every 10 ms block), silent for 300 ms of the
+    // second before the onset (silence is not the answer's level), stopping 250 ms after the onset.
+    let mut recording: Vec<f32> = (0..onset + RATE / 4)
+        .map(|i| (i as f32 / RATE as f32 * 200.0 * std::f32::consts::TAU).sin() * 0.1)
+        .collect();
+    recording[onset - RATE * 7 / 10..onset - RATE * 4 / 10].fill(0.0);
+    recording.resize(onset + RATE * 3, 0.0);
+    mix(&mut recording, &said, heard_at);
+    // What the words' first 300 ms hold through the device path, straight from the samples.
+    let mut words = vec![0.0; onset + RATE];
+    mix(&mut words, &said, heard_at);
+    let words_power = words[onset..onset + RATE * 3 / 10]
+        .iter()
+        .map(|s| f64::from(*s).powi(2))
+        .sum::<f64>()
+        / (RATE * 3 / 10) as f64;
+    let expected = 10.0 * (words_power / 0.005).log10();
+
+    let measured = silenced(&recording, &said, handed).expect("measured");
+    let level = measured.words_over_answer_db.expect("the words sound");
     assert!(
-        (as_loud.words_over_answer_db + 1.6).abs() < 0.5,
-        "{as_loud:?}"
+        (f64::from(level) - expected).abs() < 0.2,
+        "expected {expected:.2} dB, measured {measured:?}"
     );
+    // Softer words by 6 dB measure 6 dB lower.
+    let half: Vec<f32> = said.iter().map(|s| s * 0.5).collect();
+    let negative: Vec<f32> = half.iter().map(|s| -s).collect();
+    let mut softer = recording.clone();
+    mix(&mut softer, &negative, heard_at);
+    let softer = silenced(&softer, &half, handed).expect("measured");
+    let drop = level - softer.words_over_answer_db.expect("the words sound");
+    assert!((drop - 6.02).abs() < 0.2, "{measured:?} {softer:?}");
 }
 
 #[test]

@@ -159,29 +159,32 @@ const FILTER_BLOCKS: usize = 32;
 /// onset 114 / 109 of 120 times in the near / far room (109 / 103 at 12; later than 300 ms: 1 / 3, was
 /// 6 / 9), the echo alone held none of 3 × 20 answers, and on the device loop (3 runs of 20) the echo
 /// came through at -67 to -74 dB (median over 2 s windows; -74 at 12 in the same sitting) with no answer
-/// held. The per-block condition is unchanged: AEC3's residual-echo estimate over 125 Hz-1.9 kHz under
-/// [`NEAREND_ENR`] of what its linear filter leaves (the microphone's until the filter is usable), and
-/// that 30 times the noise floor. An earlier try, 4 blocks with ENR 0.1, changed nothing measurable.
+/// held. The per-block condition: AEC3's residual-echo estimate over 125 Hz-1.9 kHz (the linear filter's
+/// echo estimate over its ERLE estimate, not bounded by [`ERLE_CAPS`]) under [`NEAREND_ENR`] of what the
+/// linear filter leaves (the microphone's until the filter is usable), and that 30 times the noise
+/// floor. An earlier try, 4 blocks with ENR 0.1, changed nothing measurable.
 const NEAREND_TRIGGER_BLOCKS: i32 = 2;
 
 /// The residual-echo estimate over 125 Hz-1.9 kHz, as a share of what the linear filter leaves, under
-/// which a block counts towards the near-end state ([`NEAREND_TRIGGER_BLOCKS`]; AEC3's default 0.25).
-/// Chosen together with [`ERLE_CAPS`] (the figures there): the caps lower the estimate, this lets the
-/// user's voice count against it sooner. Alone, 0.5 changed nothing measurable on the device loop (10
-/// turns talked over), and 1.0 let its echo through at -57.5 dB (median, -63 to -66 at 0.25).
+/// which a block counts towards the near-end state ([`NEAREND_TRIGGER_BLOCKS`]; AEC3's default 0.25): at
+/// 0.5 the user's voice need only be twice the residual echo, so the suppressor lets go of it sooner in
+/// double talk. Chosen together with [`ERLE_CAPS`] (the figures there). Alone, 0.5 changed nothing
+/// measurable on the device loop (10 turns talked over), and 1.0 let its echo through at -57.5 dB
+/// (median, -63 to -66 at 0.25).
 const NEAREND_ENR: f32 = 0.5;
 
-/// How much AEC3 may believe its linear filter removed (ERLE, linear power ratio) below / above 2 kHz
-/// (AEC3's defaults 4 / 1.5). The residual-echo estimate is the filter's echo estimate divided by this,
-/// so with the defaults it never falls below a quarter of it under 2 kHz, where the near-end detector
-/// looks: where the user is as loud as the character (the device loop) it did not trip until the user
-/// dominated, and the suppressor took the first 200-400 ms of their words down 30-59 dB. With 8 below
-/// 2 kHz and [`NEAREND_ENR`] 0.5, words over the loopback's echo (`examples/talk_over_timing`) were held
-/// within 300 ms of their onset 107 / 101 of 120 times (p90 266 / 352 ms; defaults 106 / 97, p90 298 /
-/// 378), and at the device (`tomo bench voice --device --talk-over`) 14 of 20 interruptions silenced the
-/// answer within 300 ms (10 of 20 at the defaults); the echo alone held no answer offline (3 x 20) nor on
-/// the device loop. Above 2 kHz the cap stays: at 2 or 4 the far room's echo alone passed the gate once
-/// in 20 answers (`tests/echo.rs`), as did 6 / 3; 16 / 8 held the rooms' echo in 2 of 40.
+/// How much AEC3 may believe its linear filter removed (ERLE, linear power ratio) below / above 4 kHz
+/// (AEC3's defaults 4 / 1.5). The suppressor's gains are computed against the filter's echo estimate
+/// divided by the ERLE estimate, bounded by this (the near-end detector reads the unbounded one): with
+/// the defaults, every band under 4 kHz is suppressed as if at least a quarter of the echo were left,
+/// and where the user is as loud as the character (the device loop) the suppressor took the first
+/// 200-400 ms of their words down 30-59 dB. With 8 under 4 kHz and [`NEAREND_ENR`] 0.5, words over the
+/// loopback's echo (`examples/talk_over_timing`) were held within 300 ms of their onset 107 / 101 of 120
+/// times (p90 266 / 352 ms; defaults 106 / 97, p90 298 / 378), and at the device (`tomo bench voice
+/// --device --talk-over`, two runs of 20) 14 and 12 interruptions silenced the answer within 300 ms (15
+/// of 30 in the defaults' runs); the echo alone held no answer offline (3 x 20) nor on the device loop
+/// (2 x 20). Above 4 kHz the cap stays: at 2 or 4 the far room's echo alone passed the gate once in 20
+/// answers (`tests/echo.rs`), as did 6 / 3; 16 / 8 held the rooms' echo in 2 of 40.
 const ERLE_CAPS: (f32, f32) = (8.0, 1.5);
 
 /// The near-end tuning's mask from 1 kHz up (blended in from 625 Hz), as (transparent under, suppressing
