@@ -463,15 +463,21 @@ fn process_cpu() -> Duration {
     Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
 
+/// The RMS of each [`BLOCK`] of `signal` (the last one may be shorter).
+pub(crate) fn block_rms(signal: &[f32]) -> Vec<f32> {
+    signal
+        .chunks(BLOCK)
+        .map(|block| (block.iter().map(|s| s * s).sum::<f32>() / block.len() as f32).sqrt())
+        .collect()
+}
+
 /// From the end of the question's speech to the first sound of the answer, in the recording of one
 /// turn: the first sound is the question; the first silence of at least [`GAP_MIN`] after it ends it;
 /// the next sound is the answer.
 fn heard_gap(recording: &[f32]) -> Option<Duration> {
-    let sound: Vec<bool> = recording
-        .chunks(BLOCK)
-        .map(|block| {
-            (block.iter().map(|s| s * s).sum::<f32>() / block.len() as f32).sqrt() > SOUND_RMS
-        })
+    let sound: Vec<bool> = block_rms(recording)
+        .into_iter()
+        .map(|level| level > SOUND_RMS)
         .collect();
     let gap_blocks = (GAP_MIN.as_millis() / 10) as usize;
     let start = sound.iter().position(|s| *s)?;

@@ -19,7 +19,7 @@ use tomo_speech::asr::word_error_rate;
 use crate::bench::{
     VoiceBenchArgs, percentile, scripted_replies, speak_with_flite, spoken_questions,
 };
-use crate::bench_device::{BLOCK, DeviceLoop, SOUND_RMS, play, settle};
+use crate::bench_device::{BLOCK, DeviceLoop, SOUND_RMS, block_rms, play, settle};
 
 /// What the user says over the answer: the echo fixtures' six interruptions.
 const INTERRUPTIONS: [&str; 6] = [
@@ -388,10 +388,6 @@ fn level(db: Option<f32>) -> String {
     db.map_or_else(|| "–".to_owned(), |db| format!("{db:+.1} dB"))
 }
 
-fn rms(samples: &[f32]) -> f32 {
-    (samples.iter().map(|s| s * s).sum::<f32>() / samples.len().max(1) as f32).sqrt()
-}
-
 /// When the answer in `recording` fell silent after `said` (handed to the device at `said_at`) began
 /// to sound in it. `None` when the interruption cannot be found or nothing of the answer precedes it.
 pub(crate) fn silenced(recording: &[f32], said: &[f32], said_at: usize) -> Option<Silenced> {
@@ -404,7 +400,6 @@ pub(crate) fn silenced(recording: &[f32], said: &[f32], said_at: usize) -> Optio
             *sample -= value;
         }
     }
-    let block_rms = |signal: &[f32]| signal.chunks(BLOCK).map(rms).collect::<Vec<_>>();
     // The fitted interruption on the recording's block grid (it starts at `start`).
     let mut placed = vec![0.0; start];
     placed.extend_from_slice(&fitted);
